@@ -1,0 +1,259 @@
+use super::*;
+use crate::codec::v2::json_write::{TensorForm, inline_data, write_document};
+
+fn parse(kind: DocKind, json: &str) -> Result<Document, DocError> {
+    DocParser::parse(kind, DocLimits::default(), json.as_bytes())
+}
+
+/// Parses `json` whole and in every chunk size from 1 to 7; all must agree.
+fn parse_chunked(kind: DocKind, json: &str) -> Result<Document, DocError> {
+    let whole = parse(kind, json);
+    for size in 1..8 {
+        let mut p = DocParser::new(kind, DocLimits::default());
+        let mut result = Ok(());
+        for chunk in json.as_bytes().chunks(size) {
+            result = p.feed(chunk);
+            if result.is_err() {
+                break;
+            }
+        }
+        let chunked = result.and_then(|()| p.finish());
+        assert_eq!(chunked, whole, "chunk size {size} for {json}");
+    }
+    whole
+}
+
+const SIMPLE: &str = r#"{
+  "id": "42",
+  "inputs": [
+    {"name": "INPUT0", "shape": [1, 3], "datatype": "INT32", "data": [[1, 2, 3]]},
+    {"name": "INPUT1", "datatype": "FP32", "shape": [2], "parameters": {"binary_data_size": 8}},
+    {"name": "S", "datatype": "BYTES", "shape": [1], "data": ["héllo"], "extra": {"k": 1}}
+  ],
+  "outputs": [{"name": "OUTPUT0", "parameters": {"binary_data": true}}],
+  "parameters": {"binary_data_output": false}
+}"#;
+
+#[test]
+fn parses_a_request_in_any_chunking() {
+    let doc = parse_chunked(DocKind::Request, SIMPLE).unwrap();
+    assert_eq!(doc.tensors_at, 1);
+    assert_eq!(doc.members[0], ("id".to_owned(), Value::from("42")));
+    assert_eq!(doc.members[1].0, "outputs");
+    assert_eq!(doc.members[2].0, "parameters");
+    let t = &doc.tensors;
+    assert_eq!(t.len(), 3);
+    assert_eq!(t[0].name, "INPUT0");
+    assert_eq!(t[0].datatype, DataType::I32);
+    assert_eq!(t[0].shape, Shape::new(vec![1, 3]));
+    let ints: Vec<u8> = [1i32, 2, 3].iter().flat_map(|v| v.to_le_bytes()).collect();
+    assert_eq!(
+        t[0].data,
+        EntryData::Json {
+            data: Bytes::from(ints),
+            elements: 3
+        }
+    );
+    assert_eq!(t[1].data, EntryData::Binary { size: 8 });
+    assert_eq!(
+        t[2].extra,
+        vec![("extra".to_owned(), serde_json::json!({"k": 1}))]
+    );
+    assert_eq!(
+        t[2].data,
+        EntryData::Json {
+            data: Bytes::from_static(b"\x06\0\0\0h\xc3\xa9llo"),
+            elements: 1
+        }
+    );
+    assert_eq!(doc.binary_sizes().collect::<Vec<_>>(), vec![(1, 8)]);
+}
+
+#[test]
+fn data_before_datatype_is_deferred() {
+    let doc = parse_chunked(
+        DocKind::Request,
+        r#"{"inputs":[{"data":[true,false],"name":"B","shape":[2],"datatype":"BOOL"}]}"#,
+    )
+    .unwrap();
+    assert_eq!(
+        doc.tensors[0].data,
+        EntryData::Json {
+            data: Bytes::from_static(&[1, 0]),
+            elements: 2
+        }
+    );
+}
+
+#[test]
+fn heads_are_announced_before_data_is_read() {
+    let mut p = DocParser::new(DocKind::Request, DocLimits::default());
+    p.feed(br#"{"inputs":[{"name":"A","shape":[2,3],"datatype":"FP32","data":[1.0,"#)
+        .unwrap();
+    let heads = p.take_heads();
+    assert_eq!(
+        heads,
+        vec![EntryHead {
+            index: 0,
+            name: "A".to_owned(),
+            datatype: DataType::F32,
+            shape: Shape::new(vec![2, 3]),
+        }]
+    );
+    assert!(p.take_heads().is_empty());
+}
+
+#[test]
+fn response_documents() {
+    let doc = parse_chunked(
+        DocKind::Response,
+        r#"{"model_name":"simple","model_version":"1","outputs":[{"name":"OUTPUT0","datatype":"INT32","shape":[1,2],"parameters":{"binary_data_size":8}}]}"#,
+    )
+    .unwrap();
+    assert_eq!(doc.tensors_at, 2);
+    assert_eq!(doc.tensors[0].data, EntryData::Binary { size: 8 });
+}
+
+#[test]
+fn errors_name_the_tensor() {
+    let cases: &[(&str, &str)] = &[
+        (
+            r#"{"inputs":[{"name":"X","shape":[2],"datatype":"UINT8","data":[1,300]}]}"#,
+            r#"input "X": element 1: 300 is out of range for UINT8"#,
+        ),
+        (
+            r#"{"inputs":[{"name":"X","shape":[3],"datatype":"INT32","data":[1,2]}]}"#,
+            r#"input "X": shape [3] holds 3 elements but "data" has 2"#,
+        ),
+        (
+            r#"{"inputs":[{"name":"X","shape":[1],"datatype":"INT32","data":[1,2]}]}"#,
+            r#"input "X": data has more elements than the 1 its shape holds"#,
+        ),
+        (
+            r#"{"inputs":[{"name":"X","shape":[2],"datatype":"FP8","data":[1,2]}]}"#,
+            r#"input "X": unknown datatype "FP8""#,
+        ),
+        (
+            r#"{"inputs":[{"shape":[2],"datatype":"INT32","data":[1,2]}]}"#,
+            r#"input #0: missing "name""#,
+        ),
+        (
+            r#"{"inputs":[{"name":"X","datatype":"INT32","data":[1,2]}]}"#,
+            r#"input "X": missing "shape""#,
+        ),
+        (
+            r#"{"inputs":[{"name":"X","shape":[-1],"datatype":"INT32","data":[1]}]}"#,
+            r#"input "X": "shape" must be an array of non-negative integers"#,
+        ),
+        (
+            r#"{"inputs":[{"name":"X","shape":[2],"datatype":"INT32"}]}"#,
+            r#"input "X": exactly one of "data", "binary_data_size" and "shared_memory_region" must be given"#,
+        ),
+        (
+            r#"{"inputs":[{"name":"X","shape":[2],"datatype":"INT32","data":[1,2],"parameters":{"binary_data_size":8}}]}"#,
+            r#"input "X": exactly one of "data", "binary_data_size" and "shared_memory_region" must be given"#,
+        ),
+        (
+            r#"{"inputs":[{"name":"X","shape":[2],"datatype":"INT32","parameters":{"binary_data_size":7}}]}"#,
+            r#"input "X": INT32 data of shape [2] is 8 bytes, but "binary_data_size" is 7"#,
+        ),
+        (
+            r#"{"inputs":[{"name":"X","shape":[2],"datatype":"INT32","parameters":{"binary_data_size":-8}}]}"#,
+            r#"input "X": "binary_data_size" must be a non-negative integer"#,
+        ),
+        (
+            r#"{"inputs":[{"name":"X","name":"Y"}]}"#,
+            r#"duplicate member "name""#,
+        ),
+        (
+            r#"{"inputs":[],"inputs":[]}"#,
+            r#"duplicate member "inputs""#,
+        ),
+        (
+            r#"{"inputs":{}}"#,
+            r#""inputs" must be an array of tensor objects"#,
+        ),
+        (r#"{"outputs":[]}"#, r#"missing "inputs""#),
+        (
+            r#"{"inputs":[]} x"#,
+            "malformed JSON at byte 14: unexpected data after the document",
+        ),
+        (
+            r#"{"inputs":[],}"#,
+            "malformed JSON at byte 13: expected a member name",
+        ),
+        (
+            r#"{"inputs":[]"#,
+            "malformed JSON at byte 12: unexpected end of input",
+        ),
+        (
+            r#"[]"#,
+            "malformed JSON at byte 0: expected '{' at the start of the document",
+        ),
+        (
+            r#"{"id":{"a":}, "inputs":[]}"#,
+            "malformed JSON at byte 6: expected value at line 1 column 6",
+        ),
+        (
+            r#"{"inputs":[{"name":"X","shape":[1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1],"datatype":"INT32","data":[1]}]}"#,
+            r#"input "X": shape [1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1] has 33 dimensions, over the limit of 32"#,
+        ),
+        (
+            r#"{"inputs":[{"name":"X","shape":[4294967296,4294967296],"datatype":"INT32","data":[1]}]}"#,
+            r#"input "X": shape [4294967296,4294967296] has more than 2^64 elements, over the limit of 268435456"#,
+        ),
+    ];
+    for (json, message) in cases {
+        let err = parse_chunked(DocKind::Request, json).unwrap_err();
+        assert_eq!(err.to_string(), *message, "{json}");
+    }
+}
+
+#[test]
+fn depth_over_100_is_refused() {
+    let deep = format!(
+        r#"{{"id":{}1{},"inputs":[]}}"#,
+        "[".repeat(101),
+        "]".repeat(101)
+    );
+    let err = parse(DocKind::Request, &deep).unwrap_err();
+    assert!(err.to_string().contains("nests too deep"), "{err}");
+    let deep_data = format!(
+        r#"{{"inputs":[{{"name":"X","shape":[1],"datatype":"INT32","data":{}1{}}}]}}"#,
+        "[".repeat(101),
+        "]".repeat(101)
+    );
+    let err = parse(DocKind::Request, &deep_data).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        r#"input "X": data nests deeper than 100 levels"#
+    );
+}
+
+#[test]
+fn writes_back_with_binary_and_json_forms() {
+    let doc = parse(DocKind::Request, SIMPLE).unwrap();
+    let mut out = Vec::new();
+    write_document(
+        &doc,
+        |i, _| {
+            if i == 0 {
+                TensorForm::Json
+            } else {
+                TensorForm::Binary(8)
+            }
+        },
+        |_, e| inline_data(e),
+        &mut out,
+    )
+    .unwrap();
+    assert_eq!(
+        String::from_utf8(out).unwrap(),
+        concat!(
+            r#"{"id":"42","inputs":[{"name":"INPUT0","datatype":"INT32","shape":[1,3],"data":[1,2,3]},"#,
+            r#"{"name":"INPUT1","datatype":"FP32","shape":[2],"parameters":{"binary_data_size":8}},"#,
+            r#"{"name":"S","datatype":"BYTES","shape":[1],"extra":{"k":1},"parameters":{"binary_data_size":8}}],"#,
+            r#""outputs":[{"name":"OUTPUT0","parameters":{"binary_data":true}}],"parameters":{"binary_data_output":false}}"#
+        )
+    );
+}

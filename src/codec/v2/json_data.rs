@@ -1,0 +1,529 @@
+//! Streaming conversion of a V2 JSON `"data"` value into the V2 binary
+//! layout, without building a DOM.
+//!
+//! [`DataParser`] is fed the bytes of the value in any chunking and writes
+//! each element straight into its output buffer: little-endian fixed-size
+//! elements, or length-prefixed BYTES elements. Nested and flat arrays are
+//! both accepted (row-major, as Triton flattens them). A token cut by a chunk
+//! boundary is reported as [`Progress::NeedMore`]: the caller keeps the
+//! unconsumed tail and passes it again with the next chunk.
+
+use half::{bf16, f16};
+
+use super::number::{self, NumError};
+use super::strings::{self, StringScan};
+use crate::tensor::DataType;
+
+/// How far a call to [`DataParser::parse`] got.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Progress {
+    /// The value is complete after this many bytes of the input.
+    Done(usize),
+    /// This many bytes were consumed; the rest is an incomplete token that
+    /// must be passed again, followed by more input.
+    NeedMore(usize),
+}
+
+/// What was wrong with the data. Element indices count from zero in
+/// row-major order.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum DataError {
+    #[error("element {index}: expected a {dtype} value, found {found}")]
+    WrongType {
+        index: u64,
+        dtype: DataType,
+        found: &'static str,
+    },
+    #[error("element {index}: {value} is out of range for {dtype}")]
+    OutOfRange {
+        index: u64,
+        dtype: DataType,
+        value: String,
+    },
+    #[error("element {index}: {dtype} needs an integer, found {value}")]
+    NotInteger {
+        index: u64,
+        dtype: DataType,
+        value: String,
+    },
+    #[error("malformed JSON at element {index}: {what}")]
+    Syntax { index: u64, what: &'static str },
+    #[error("element {index}: {what}")]
+    BadString { index: u64, what: &'static str },
+    #[error("data nests deeper than {max} levels")]
+    TooDeep { max: u32 },
+    #[error("data has more than {max} elements, the limit")]
+    TooManyElements { max: u64 },
+    #[error("data has more elements than the {expected} its shape holds")]
+    MoreThanShape { expected: u64 },
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Expect {
+    /// After `,`: a value must follow.
+    Value,
+    /// At the start or after `[`: a value or `]`.
+    ValueOrClose,
+    /// After a value: `,` or `]`.
+    CommaOrClose,
+}
+
+/// Converts one JSON `data` value into binary tensor data.
+#[derive(Debug)]
+pub struct DataParser {
+    dtype: DataType,
+    out: Vec<u8>,
+    count: u64,
+    /// Elements allowed: the shape's product when known, else the limit.
+    max_elements: u64,
+    expected: Option<u64>,
+    depth: u32,
+    max_depth: u32,
+    expect: Expect,
+    string: StringScan,
+}
+
+impl DataParser {
+    /// A parser for `dtype` elements. `expected` is the shape's element count
+    /// when the shape is already known: the output is allocated once and a
+    /// longer array is refused as soon as it overflows.
+    pub fn new(dtype: DataType, expected: Option<u64>, max_elements: u64, max_depth: u32) -> Self {
+        let max = expected.map_or(max_elements, |e| e.min(max_elements));
+        let capacity = match (expected, dtype.fixed_size()) {
+            (Some(e), Some(size)) if e <= max_elements => {
+                (e as usize).saturating_mul(size).min(1 << 30)
+            }
+            _ => 0,
+        };
+        DataParser {
+            dtype,
+            out: Vec::with_capacity(capacity),
+            count: 0,
+            max_elements: max,
+            expected,
+            depth: 0,
+            max_depth,
+            expect: Expect::ValueOrClose,
+            string: StringScan::default(),
+        }
+    }
+
+    /// Elements converted so far.
+    pub fn count(&self) -> u64 {
+        self.count
+    }
+
+    /// The converted data; call after [`Progress::Done`].
+    pub fn into_data(self) -> (Vec<u8>, u64) {
+        (self.out, self.count)
+    }
+
+    /// Feeds input. `eof` says no more input follows `input`.
+    pub fn parse(&mut self, input: &[u8], eof: bool) -> Result<Progress, DataError> {
+        match self.dtype {
+            DataType::Bool => self.run::<BoolSink>(input, eof),
+            DataType::U8 => self.run::<IntSink<u8>>(input, eof),
+            DataType::U16 => self.run::<IntSink<u16>>(input, eof),
+            DataType::U32 => self.run::<IntSink<u32>>(input, eof),
+            DataType::U64 => self.run::<IntSink<u64>>(input, eof),
+            DataType::I8 => self.run::<IntSink<i8>>(input, eof),
+            DataType::I16 => self.run::<IntSink<i16>>(input, eof),
+            DataType::I32 => self.run::<IntSink<i32>>(input, eof),
+            DataType::I64 => self.run::<IntSink<i64>>(input, eof),
+            DataType::F16 => self.run::<FloatSink<f16>>(input, eof),
+            DataType::BF16 => self.run::<FloatSink<bf16>>(input, eof),
+            DataType::F32 => self.run::<FloatSink<f32>>(input, eof),
+            DataType::F64 => self.run::<FloatSink<f64>>(input, eof),
+            DataType::Bytes => self.run::<BytesSink>(input, eof),
+        }
+    }
+
+    fn syntax(&self, what: &'static str) -> DataError {
+        DataError::Syntax {
+            index: self.count,
+            what,
+        }
+    }
+
+    #[inline]
+    fn counted(&mut self) -> Result<(), DataError> {
+        if self.count >= self.max_elements {
+            return Err(match self.expected {
+                Some(expected) if expected <= self.max_elements => {
+                    DataError::MoreThanShape { expected }
+                }
+                _ => DataError::TooManyElements {
+                    max: self.max_elements,
+                },
+            });
+        }
+        self.count += 1;
+        Ok(())
+    }
+
+    fn run<S: Sink>(&mut self, input: &[u8], eof: bool) -> Result<Progress, DataError> {
+        let n = input.len();
+        let mut i = 0;
+        loop {
+            while i < n && is_ws(input[i]) {
+                i += 1;
+            }
+            let Some(&c) = input.get(i) else {
+                return if eof {
+                    Err(self.syntax("unexpected end of input"))
+                } else {
+                    Ok(Progress::NeedMore(i))
+                };
+            };
+            if self.expect == Expect::CommaOrClose {
+                match c {
+                    b',' if self.depth > 0 => {
+                        self.expect = Expect::Value;
+                        i += 1;
+                        continue;
+                    }
+                    b']' if self.depth > 0 => {
+                        self.depth -= 1;
+                        i += 1;
+                        if self.depth == 0 {
+                            return Ok(Progress::Done(i));
+                        }
+                        continue;
+                    }
+                    _ => return Err(self.syntax("expected ',' or ']'")),
+                }
+            }
+            match c {
+                b'[' => {
+                    if self.depth >= self.max_depth {
+                        return Err(DataError::TooDeep {
+                            max: self.max_depth,
+                        });
+                    }
+                    self.depth += 1;
+                    self.expect = Expect::ValueOrClose;
+                    i += 1;
+                }
+                b']' if self.expect == Expect::ValueOrClose && self.depth > 0 => {
+                    self.depth -= 1;
+                    self.expect = Expect::CommaOrClose;
+                    i += 1;
+                    if self.depth == 0 {
+                        return Ok(Progress::Done(i));
+                    }
+                }
+                _ => {
+                    // The hot loop: elements separated by bare commas.
+                    loop {
+                        let Some(len) = self.element::<S>(&input[i..], eof)? else {
+                            return Ok(Progress::NeedMore(i));
+                        };
+                        i += len;
+                        self.expect = Expect::CommaOrClose;
+                        if self.depth == 0 {
+                            return Ok(Progress::Done(i));
+                        }
+                        match (input.get(i), input.get(i + 1)) {
+                            (Some(b','), Some(b'-' | b'0'..=b'9' | b'"')) => {
+                                i += 1;
+                                self.expect = Expect::Value;
+                            }
+                            _ => break,
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Parses one scalar element at the start of `s`.
+    #[inline]
+    fn element<S: Sink>(&mut self, s: &[u8], eof: bool) -> Result<Option<usize>, DataError> {
+        let index = self.count;
+        let dtype = self.dtype;
+        let wrong = |found| DataError::WrongType {
+            index,
+            dtype,
+            found,
+        };
+        match s[0] {
+            b'-' | b'0'..=b'9' => {
+                let r = S::number(s, eof, &mut self.out).map_err(|e| match e {
+                    SinkError::Num(NumError::NotInteger) => DataError::NotInteger {
+                        index,
+                        dtype,
+                        value: token_text(s),
+                    },
+                    SinkError::Num(NumError::Overflow) | SinkError::Range => {
+                        DataError::OutOfRange {
+                            index,
+                            dtype,
+                            value: token_text(s),
+                        }
+                    }
+                    SinkError::Num(NumError::TooLong) => DataError::Syntax {
+                        index,
+                        what: "number too long",
+                    },
+                    SinkError::Num(NumError::Syntax) => DataError::Syntax {
+                        index,
+                        what: "invalid number",
+                    },
+                    SinkError::Type(found) => wrong(found),
+                    SinkError::BadString(what) => DataError::BadString { index, what },
+                })?;
+                if r.is_none() && s.len() > number::MAX_NUMBER_LEN {
+                    return Err(DataError::Syntax {
+                        index,
+                        what: "number too long",
+                    });
+                }
+                if r.is_some() {
+                    self.counted()?;
+                }
+                Ok(r)
+            }
+            b'"' => {
+                let Some(token) = self
+                    .string
+                    .scan(s, eof)
+                    .map_err(|what| DataError::BadString { index, what })?
+                else {
+                    return Ok(None);
+                };
+                S::string(token.content(s), token.escaped, &mut self.out).map_err(|e| match e {
+                    SinkError::Type(found) => wrong(found),
+                    SinkError::BadString(what) => DataError::BadString { index, what },
+                    SinkError::Num(_) => DataError::BadString {
+                        index,
+                        what: "invalid string",
+                    },
+                    SinkError::Range => DataError::BadString {
+                        index,
+                        what: "string longer than 4 GiB",
+                    },
+                })?;
+                self.counted()?;
+                Ok(Some(token.len))
+            }
+            b't' | b'f' | b'n' => {
+                let (lit, value): (&[u8], Option<bool>) = match s[0] {
+                    b't' => (b"true", Some(true)),
+                    b'f' => (b"false", Some(false)),
+                    _ => (b"null", None),
+                };
+                if s.len() < lit.len() + usize::from(!eof) {
+                    return if !eof && lit.starts_with(s) {
+                        Ok(None)
+                    } else {
+                        Err(self.syntax("invalid literal"))
+                    };
+                }
+                if !s.starts_with(lit) || s.get(lit.len()).is_some_and(u8::is_ascii_alphanumeric) {
+                    return Err(self.syntax("invalid literal"));
+                }
+                match value {
+                    Some(b) => S::boolean(b, &mut self.out).map_err(|_| wrong("a boolean"))?,
+                    None => return Err(wrong("null")),
+                }
+                self.counted()?;
+                Ok(Some(lit.len()))
+            }
+            b'{' => Err(wrong("an object")),
+            _ => Err(self.syntax("unexpected character")),
+        }
+    }
+}
+
+fn token_text(s: &[u8]) -> String {
+    let end = s
+        .iter()
+        .position(|c| !matches!(c, b'0'..=b'9' | b'-' | b'+' | b'.' | b'e' | b'E'))
+        .unwrap_or(s.len())
+        .min(40);
+    String::from_utf8_lossy(&s[..end]).into_owned()
+}
+
+#[inline]
+fn is_ws(c: u8) -> bool {
+    matches!(c, b' ' | b'\n' | b'\r' | b'\t')
+}
+
+enum SinkError {
+    Num(NumError),
+    Range,
+    Type(&'static str),
+    BadString(&'static str),
+}
+
+impl From<NumError> for SinkError {
+    fn from(e: NumError) -> Self {
+        SinkError::Num(e)
+    }
+}
+
+/// Writes elements of one data type.
+trait Sink {
+    fn number(s: &[u8], eof: bool, out: &mut Vec<u8>) -> Result<Option<usize>, SinkError>;
+    fn string(_content: &[u8], _escaped: bool, _out: &mut Vec<u8>) -> Result<(), SinkError> {
+        Err(SinkError::Type("a string"))
+    }
+    fn boolean(_b: bool, _out: &mut Vec<u8>) -> Result<(), SinkError> {
+        Err(SinkError::Type("a boolean"))
+    }
+}
+
+struct BoolSink;
+
+impl Sink for BoolSink {
+    fn number(_: &[u8], _: bool, _: &mut Vec<u8>) -> Result<Option<usize>, SinkError> {
+        Err(SinkError::Type("a number"))
+    }
+    fn boolean(b: bool, out: &mut Vec<u8>) -> Result<(), SinkError> {
+        out.push(u8::from(b));
+        Ok(())
+    }
+}
+
+struct BytesSink;
+
+impl Sink for BytesSink {
+    fn number(_: &[u8], _: bool, _: &mut Vec<u8>) -> Result<Option<usize>, SinkError> {
+        Err(SinkError::Type("a number"))
+    }
+    fn string(content: &[u8], escaped: bool, out: &mut Vec<u8>) -> Result<(), SinkError> {
+        let at = out.len();
+        out.extend_from_slice(&[0; 4]);
+        if escaped {
+            strings::unescape(content, out).map_err(SinkError::BadString)?;
+        } else {
+            strings::check_plain(content).map_err(SinkError::BadString)?;
+            out.extend_from_slice(content);
+        }
+        let len = u32::try_from(out.len() - at - 4).map_err(|_| SinkError::Range)?;
+        out[at..at + 4].copy_from_slice(&len.to_le_bytes());
+        Ok(())
+    }
+}
+
+struct IntSink<T>(std::marker::PhantomData<T>);
+
+macro_rules! int_sink {
+    ($($t:ty => $conv:ident),*) => {$(
+        impl Sink for IntSink<$t> {
+            #[inline]
+            fn number(s: &[u8], eof: bool, out: &mut Vec<u8>) -> Result<Option<usize>, SinkError> {
+                let Some((v, len)) = number::parse_int(s, eof)? else {
+                    return Ok(None);
+                };
+                let v = int_to::<$t>(v.$conv())?;
+                out.extend_from_slice(&v.to_le_bytes());
+                Ok(Some(len))
+            }
+        }
+    )*};
+}
+
+#[inline]
+fn int_to<T: TryFrom<i64> + TryFrom<u64>>(v: Option<impl Into<i128>>) -> Result<T, SinkError> {
+    let v: i128 = v.ok_or(SinkError::Range)?.into();
+    if v < 0 {
+        T::try_from(v as i64).map_err(|_| SinkError::Range)
+    } else {
+        T::try_from(v as u64).map_err(|_| SinkError::Range)
+    }
+}
+
+int_sink!(u8 => to_u64, u16 => to_u64, u32 => to_u64, u64 => to_u64,
+          i8 => to_i64, i16 => to_i64, i32 => to_i64, i64 => to_i64);
+
+/// Narrowing from the parsed double, round-to-nearest-even. A finite value
+/// that overflows the target is refused rather than turned into infinity.
+trait Float: Copy {
+    fn narrow(v: f64) -> Result<Self, SinkError>;
+    fn write(self, out: &mut Vec<u8>);
+}
+
+impl Float for f64 {
+    #[inline]
+    fn narrow(v: f64) -> Result<Self, SinkError> {
+        Ok(v)
+    }
+    #[inline]
+    fn write(self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.to_le_bytes());
+    }
+}
+
+impl Float for f32 {
+    #[inline]
+    fn narrow(v: f64) -> Result<Self, SinkError> {
+        let f = v as f32;
+        if f.is_infinite() && v.is_finite() {
+            return Err(SinkError::Range);
+        }
+        Ok(f)
+    }
+    #[inline]
+    fn write(self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.to_le_bytes());
+    }
+}
+
+impl Float for f16 {
+    fn narrow(v: f64) -> Result<Self, SinkError> {
+        let f = f16::from_f64(v);
+        if f.is_infinite() && v.is_finite() {
+            return Err(SinkError::Range);
+        }
+        Ok(f)
+    }
+    fn write(self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.to_le_bytes());
+    }
+}
+
+impl Float for bf16 {
+    fn narrow(v: f64) -> Result<Self, SinkError> {
+        let f = bf16::from_f64(v);
+        if f.is_infinite() && v.is_finite() {
+            return Err(SinkError::Range);
+        }
+        Ok(f)
+    }
+    fn write(self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.to_le_bytes());
+    }
+}
+
+struct FloatSink<T>(std::marker::PhantomData<T>);
+
+impl<T: Float> Sink for FloatSink<T> {
+    #[inline]
+    fn number(s: &[u8], eof: bool, out: &mut Vec<u8>) -> Result<Option<usize>, SinkError> {
+        let Some((v, len)) = number::parse_f64(s, eof)? else {
+            return Ok(None);
+        };
+        if v.is_infinite() {
+            return Err(SinkError::Range);
+        }
+        T::narrow(v)?.write(out);
+        Ok(Some(len))
+    }
+
+    /// JSON has no NaN or infinities; the strings `"NaN"`, `"Infinity"` and
+    /// `"-Infinity"` stand for them, the same spelling the writer uses.
+    fn string(content: &[u8], escaped: bool, out: &mut Vec<u8>) -> Result<(), SinkError> {
+        let v = match (content, escaped) {
+            (b"NaN", false) => f64::NAN,
+            (b"Infinity", false) => f64::INFINITY,
+            (b"-Infinity", false) => f64::NEG_INFINITY,
+            _ => return Err(SinkError::Type("a string")),
+        };
+        T::narrow(v)?.write(out);
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests;

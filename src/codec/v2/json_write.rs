@@ -1,0 +1,416 @@
+//! Binary tensor data -> V2 JSON text, written incrementally.
+//!
+//! [`ValueWriter`] turns the bytes of one tensor, arriving in pieces of any
+//! size, into the comma-separated values of its JSON `"data"` array.
+//! [`DocWriter`] writes the rest of the document around it: members, tensor
+//! heads and parameters. Output is flat (row-major), as Triton writes it.
+//!
+//! **Non-finite floats**: JSON has no NaN or infinities. They are written as
+//! the strings `"NaN"`, `"Infinity"` and `"-Infinity"` (the spelling the JSON
+//! -> binary direction accepts back), so a response never becomes invalid
+//! JSON and round-trips exactly.
+
+use half::{bf16, f16};
+use serde_json::{Map, Value};
+
+use super::model::{Document, EntryData, TensorEntry};
+use super::strings::write_json_string;
+use crate::tensor::DataType;
+
+/// Binary data could not be written as JSON.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum WriteError {
+    #[error(
+        "BYTES element {index} is not valid UTF-8 and cannot be a JSON string; request this tensor as binary data"
+    )]
+    NotUtf8 { index: u64 },
+    #[error("data ends inside element {index}: {missing} more bytes were expected")]
+    Truncated { index: u64, missing: u64 },
+}
+
+#[derive(Debug)]
+enum BytesState {
+    Length { got: usize, buf: [u8; 4] },
+    Body { need: usize, buf: Vec<u8> },
+}
+
+/// Writes one tensor's binary data as JSON values.
+#[derive(Debug)]
+pub struct ValueWriter {
+    dtype: DataType,
+    carry: [u8; 8],
+    carry_len: usize,
+    count: u64,
+    bytes: BytesState,
+}
+
+impl ValueWriter {
+    pub fn new(dtype: DataType) -> Self {
+        ValueWriter {
+            dtype,
+            carry: [0; 8],
+            carry_len: 0,
+            count: 0,
+            bytes: BytesState::Length {
+                got: 0,
+                buf: [0; 4],
+            },
+        }
+    }
+
+    /// Elements written so far.
+    pub fn count(&self) -> u64 {
+        self.count
+    }
+
+    /// Writes the values encoded in `data` (continuing any element cut by the
+    /// previous piece).
+    pub fn write(&mut self, data: &[u8], out: &mut Vec<u8>) -> Result<(), WriteError> {
+        match self.dtype {
+            DataType::Bool => self.fixed::<1>(data, out, |b, o| {
+                o.extend_from_slice(if b[0] != 0 { b"true" } else { b"false" })
+            }),
+            DataType::U8 => self.fixed::<1>(data, out, |b, o| int(o, b[0])),
+            DataType::I8 => self.fixed::<1>(data, out, |b, o| int(o, b[0] as i8)),
+            DataType::U16 => self.fixed::<2>(data, out, |b, o| int(o, u16::from_le_bytes(b))),
+            DataType::I16 => self.fixed::<2>(data, out, |b, o| int(o, i16::from_le_bytes(b))),
+            DataType::U32 => self.fixed::<4>(data, out, |b, o| int(o, u32::from_le_bytes(b))),
+            DataType::I32 => self.fixed::<4>(data, out, |b, o| int(o, i32::from_le_bytes(b))),
+            DataType::U64 => self.fixed::<8>(data, out, |b, o| int(o, u64::from_le_bytes(b))),
+            DataType::I64 => self.fixed::<8>(data, out, |b, o| int(o, i64::from_le_bytes(b))),
+            DataType::F16 => {
+                self.fixed::<2>(data, out, |b, o| float(o, f16::from_le_bytes(b).to_f32()))
+            }
+            DataType::BF16 => {
+                self.fixed::<2>(data, out, |b, o| float(o, bf16::from_le_bytes(b).to_f32()))
+            }
+            DataType::F32 => self.fixed::<4>(data, out, |b, o| float(o, f32::from_le_bytes(b))),
+            DataType::F64 => self.fixed::<8>(data, out, |b, o| float(o, f64::from_le_bytes(b))),
+            DataType::Bytes => return self.bytes(data, out),
+        }
+        Ok(())
+    }
+
+    /// Checks that the data ended on an element boundary; returns the count.
+    pub fn finish(&self) -> Result<u64, WriteError> {
+        let missing = match (&self.bytes, self.dtype.fixed_size()) {
+            (_, Some(size)) if self.carry_len > 0 => (size - self.carry_len) as u64,
+            (BytesState::Length { got, .. }, None) if *got > 0 => (4 - got) as u64,
+            (BytesState::Body { need, buf }, None) => (need - buf.len()) as u64,
+            _ => return Ok(self.count),
+        };
+        Err(WriteError::Truncated {
+            index: self.count,
+            missing,
+        })
+    }
+
+    #[inline]
+    fn sep(&mut self, out: &mut Vec<u8>) {
+        if self.count > 0 {
+            out.push(b',');
+        }
+        self.count += 1;
+    }
+
+    #[inline]
+    fn fixed<const N: usize>(
+        &mut self,
+        mut data: &[u8],
+        out: &mut Vec<u8>,
+        f: impl Fn([u8; N], &mut Vec<u8>),
+    ) {
+        if self.carry_len > 0 {
+            let take = (N - self.carry_len).min(data.len());
+            self.carry[self.carry_len..self.carry_len + take].copy_from_slice(&data[..take]);
+            self.carry_len += take;
+            data = &data[take..];
+            if self.carry_len < N {
+                return;
+            }
+            let mut b = [0u8; N];
+            b.copy_from_slice(&self.carry[..N]);
+            self.carry_len = 0;
+            self.sep(out);
+            f(b, out);
+        }
+        let chunks = data.chunks_exact(N);
+        let rest = chunks.remainder();
+        // Longest element text: 24 bytes plus the comma.
+        out.reserve(chunks.len() * 25);
+        if self.count == 0
+            && let Some((first, _)) = data.split_first_chunk::<N>()
+        {
+            self.count = 1;
+            f(*first, out);
+            data = &data[N..];
+        }
+        let chunks = data.chunks_exact(N);
+        self.count += chunks.len() as u64;
+        for c in chunks {
+            out.push(b',');
+            let mut b = [0u8; N];
+            b.copy_from_slice(c);
+            f(b, out);
+        }
+        self.carry[..rest.len()].copy_from_slice(rest);
+        self.carry_len = rest.len();
+    }
+
+    fn bytes(&mut self, mut data: &[u8], out: &mut Vec<u8>) -> Result<(), WriteError> {
+        while !data.is_empty() {
+            match &mut self.bytes {
+                BytesState::Length { got, buf } => {
+                    let take = (4 - *got).min(data.len());
+                    buf[*got..*got + take].copy_from_slice(&data[..take]);
+                    *got += take;
+                    data = &data[take..];
+                    if *got == 4 {
+                        let need = u32::from_le_bytes(*buf) as usize;
+                        self.bytes = BytesState::Body {
+                            need,
+                            buf: Vec::new(),
+                        };
+                        self.flush_bytes_element(&[], out)?;
+                    }
+                }
+                BytesState::Body { need, buf } => {
+                    let missing = *need - buf.len();
+                    if buf.is_empty() && data.len() >= missing {
+                        // The whole element is in this piece: no copy.
+                        let (element, rest) = data.split_at(missing);
+                        data = rest;
+                        self.flush_bytes_element(element, out)?;
+                    } else {
+                        let take = missing.min(data.len());
+                        buf.extend_from_slice(&data[..take]);
+                        data = &data[take..];
+                        let element = std::mem::take(buf);
+                        if element.len() == *need {
+                            self.flush_bytes_element(&element, out)?;
+                        } else {
+                            *buf = element;
+                        }
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Writes the element once complete (`element` is all of it, or empty
+    /// while the state still has bytes to collect).
+    fn flush_bytes_element(&mut self, element: &[u8], out: &mut Vec<u8>) -> Result<(), WriteError> {
+        let BytesState::Body { need, .. } = self.bytes else {
+            return Ok(());
+        };
+        if element.len() != need {
+            return Ok(());
+        }
+        if std::str::from_utf8(element).is_err() {
+            return Err(WriteError::NotUtf8 { index: self.count });
+        }
+        self.sep(out);
+        write_json_string(element, out);
+        self.bytes = BytesState::Length {
+            got: 0,
+            buf: [0; 4],
+        };
+        Ok(())
+    }
+}
+
+#[inline]
+fn int<I: itoa::Integer>(out: &mut Vec<u8>, v: I) {
+    out.extend_from_slice(itoa::Buffer::new().format(v).as_bytes());
+}
+
+trait JsonFloat: zmij::Float + Copy {
+    fn is_finite_(self) -> bool;
+    fn is_nan_(self) -> bool;
+    fn is_positive_(self) -> bool;
+}
+
+impl JsonFloat for f32 {
+    fn is_finite_(self) -> bool {
+        self.is_finite()
+    }
+    fn is_nan_(self) -> bool {
+        self.is_nan()
+    }
+    fn is_positive_(self) -> bool {
+        self.is_sign_positive()
+    }
+}
+
+impl JsonFloat for f64 {
+    fn is_finite_(self) -> bool {
+        self.is_finite()
+    }
+    fn is_nan_(self) -> bool {
+        self.is_nan()
+    }
+    fn is_positive_(self) -> bool {
+        self.is_sign_positive()
+    }
+}
+
+/// Shortest round-trip text of `v` (as its own type), or the string form of
+/// a non-finite value.
+#[inline]
+fn float<F: JsonFloat>(out: &mut Vec<u8>, v: F) {
+    if v.is_finite_() {
+        out.extend_from_slice(zmij::Buffer::new().format_finite(v).as_bytes());
+    } else if v.is_nan_() {
+        out.extend_from_slice(b"\"NaN\"");
+    } else if v.is_positive_() {
+        out.extend_from_slice(b"\"Infinity\"");
+    } else {
+        out.extend_from_slice(b"\"-Infinity\"");
+    }
+}
+
+/// How a tensor appears in the document being written.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TensorForm {
+    /// Head and parameters only; `binary_data_size` is set to this size and
+    /// the data follows the header.
+    Binary(u64),
+    /// A `"data"` array follows the head; the caller writes the values
+    /// between [`DocWriter::tensor_open`] and [`DocWriter::tensor_close`].
+    Json,
+    /// Passed through as it came (shared memory).
+    AsIs,
+}
+
+/// Writes a [`Document`] as JSON, piece by piece, so that tensor values can
+/// be streamed in between.
+#[derive(Debug)]
+pub struct DocWriter<'a> {
+    doc: &'a Document,
+    written: usize,
+}
+
+impl<'a> DocWriter<'a> {
+    pub fn new(doc: &'a Document) -> Self {
+        DocWriter { doc, written: 0 }
+    }
+
+    /// `{`, the members before the tensor list, and the list's opening.
+    pub fn open(&self, out: &mut Vec<u8>) {
+        out.push(b'{');
+        for (i, (k, v)) in self.doc.members[..self.doc.tensors_at].iter().enumerate() {
+            if i > 0 {
+                out.push(b',');
+            }
+            member(out, k, v);
+        }
+        if self.doc.tensors_at > 0 {
+            out.push(b',');
+        }
+        write_json_string(self.doc.kind.tensors_key().as_bytes(), out);
+        out.extend_from_slice(b":[");
+    }
+
+    /// A tensor's head, and `"data":[` for [`TensorForm::Json`].
+    pub fn tensor_open(&mut self, entry: &TensorEntry, form: TensorForm, out: &mut Vec<u8>) {
+        if self.written > 0 {
+            out.push(b',');
+        }
+        self.written += 1;
+        out.extend_from_slice(b"{\"name\":");
+        write_json_string(entry.name.as_bytes(), out);
+        out.extend_from_slice(b",\"datatype\":\"");
+        out.extend_from_slice(entry.datatype.v2_name().as_bytes());
+        out.extend_from_slice(b"\",\"shape\":[");
+        for (i, d) in entry.shape.dims().iter().enumerate() {
+            if i > 0 {
+                out.push(b',');
+            }
+            int(out, *d);
+        }
+        out.push(b']');
+        for (k, v) in &entry.extra {
+            out.push(b',');
+            member(out, k, v);
+        }
+        let mut params: Map<String, Value> = entry.parameters.clone();
+        match form {
+            TensorForm::Binary(size) => {
+                params.insert("binary_data_size".to_owned(), Value::from(size));
+            }
+            TensorForm::Json => {
+                params.remove("binary_data_size");
+            }
+            TensorForm::AsIs => {}
+        }
+        if !params.is_empty() {
+            out.extend_from_slice(b",\"parameters\":");
+            let _ = serde_json::to_writer(&mut *out, &params);
+        }
+        match form {
+            TensorForm::Json => out.extend_from_slice(b",\"data\":["),
+            TensorForm::Binary(_) | TensorForm::AsIs => out.push(b'}'),
+        }
+    }
+
+    /// Closes a [`TensorForm::Json`] tensor.
+    pub fn tensor_close(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(b"]}");
+    }
+
+    /// Closes the tensor list, writes the remaining members and `}`.
+    pub fn close(&self, out: &mut Vec<u8>) {
+        out.push(b']');
+        for (k, v) in &self.doc.members[self.doc.tensors_at..] {
+            out.push(b',');
+            member(out, k, v);
+        }
+        out.push(b'}');
+    }
+}
+
+fn member(out: &mut Vec<u8>, key: &str, value: &Value) {
+    write_json_string(key.as_bytes(), out);
+    out.push(b':');
+    let _ = serde_json::to_writer(&mut *out, value);
+}
+
+/// Writes a whole document whose tensor data is all at hand: `data` gives
+/// each tensor's binary bytes (JSON-converted or read from the body) and
+/// `form` how to write it. For JSON tensors the values are written inline;
+/// binary tensors' bytes are the caller's to append after the header.
+pub fn write_document(
+    doc: &Document,
+    mut form: impl FnMut(usize, &TensorEntry) -> TensorForm,
+    mut data: impl FnMut(usize, &TensorEntry) -> Option<bytes::Bytes>,
+    out: &mut Vec<u8>,
+) -> Result<(), (usize, WriteError)> {
+    let mut w = DocWriter::new(doc);
+    w.open(out);
+    for (i, entry) in doc.tensors.iter().enumerate() {
+        let f = form(i, entry);
+        w.tensor_open(entry, f, out);
+        if f == TensorForm::Json {
+            let mut vw = ValueWriter::new(entry.datatype);
+            if let Some(bytes) = data(i, entry) {
+                vw.write(&bytes, out).map_err(|e| (i, e))?;
+            }
+            vw.finish().map_err(|e| (i, e))?;
+            w.tensor_close(out);
+        }
+    }
+    w.close(out);
+    Ok(())
+}
+
+/// The data of an entry when it is already in hand (converted JSON data).
+pub fn inline_data(entry: &TensorEntry) -> Option<bytes::Bytes> {
+    match &entry.data {
+        EntryData::Json { data, .. } => Some(data.clone()),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,119 @@
+use super::*;
+
+fn write_all(dtype: DataType, data: &[u8]) -> Result<String, WriteError> {
+    let mut whole = Vec::new();
+    let mut w = ValueWriter::new(dtype);
+    w.write(data, &mut whole)?;
+    w.finish()?;
+    // The same bytes in 1..=9-byte pieces give the same text.
+    for size in 1..10 {
+        let mut out = Vec::new();
+        let mut w = ValueWriter::new(dtype);
+        for piece in data.chunks(size) {
+            w.write(piece, &mut out)?;
+        }
+        w.finish()?;
+        assert_eq!(out, whole, "piece size {size}");
+    }
+    Ok(String::from_utf8(whole).unwrap())
+}
+
+fn le<T: Copy, const N: usize>(values: &[T], f: impl Fn(T) -> [u8; N]) -> Vec<u8> {
+    values.iter().flat_map(|&v| f(v)).collect()
+}
+
+#[test]
+fn every_datatype() {
+    let check = |dtype, data: Vec<u8>, text: &str| {
+        assert_eq!(write_all(dtype, &data).unwrap(), text, "{dtype}");
+    };
+    check(DataType::Bool, vec![1, 0, 2], "true,false,true");
+    check(DataType::U8, vec![0, 255], "0,255");
+    check(DataType::I8, vec![0x80, 1], "-128,1");
+    check(DataType::U16, le(&[65535u16], u16::to_le_bytes), "65535");
+    check(DataType::I16, le(&[-300i16], i16::to_le_bytes), "-300");
+    check(
+        DataType::U32,
+        le(&[u32::MAX], u32::to_le_bytes),
+        "4294967295",
+    );
+    check(
+        DataType::I32,
+        le(&[1i32, -2, 3], i32::to_le_bytes),
+        "1,-2,3",
+    );
+    check(
+        DataType::U64,
+        le(&[u64::MAX], u64::to_le_bytes),
+        "18446744073709551615",
+    );
+    check(
+        DataType::I64,
+        le(&[i64::MIN, 5], i64::to_le_bytes),
+        "-9223372036854775808,5",
+    );
+    check(
+        DataType::F32,
+        le(
+            &[
+                1.5f32,
+                0.1,
+                -0.0,
+                1e30,
+                f32::NAN,
+                f32::INFINITY,
+                f32::NEG_INFINITY,
+            ],
+            f32::to_le_bytes,
+        ),
+        r#"1.5,0.1,-0.0,1e+30,"NaN","Infinity","-Infinity""#,
+    );
+    check(
+        DataType::F64,
+        le(&[0.1f64, 1e-7], f64::to_le_bytes),
+        "0.1,1e-7",
+    );
+    check(
+        DataType::F16,
+        le(&[1.5f32, 0.1], |v| half::f16::from_f32(v).to_le_bytes()),
+        "1.5,0.099975586",
+    );
+    check(
+        DataType::BF16,
+        le(&[1.0f32, 0.1], |v| half::bf16::from_f32(v).to_le_bytes()),
+        "1.0,0.100097656",
+    );
+    check(
+        DataType::Bytes,
+        b"\x00\x00\x00\x00\x03\x00\x00\x00a\"\n\x02\x00\x00\x00\xc3\xa9".to_vec(),
+        r#""","a\"\n","é""#,
+    );
+    check(DataType::F32, vec![], "");
+}
+
+#[test]
+fn truncated_and_invalid() {
+    let mut w = ValueWriter::new(DataType::I32);
+    let mut out = Vec::new();
+    w.write(&[1, 0, 0, 0, 2, 0], &mut out).unwrap();
+    assert_eq!(
+        w.finish(),
+        Err(WriteError::Truncated {
+            index: 1,
+            missing: 2
+        })
+    );
+    let mut w = ValueWriter::new(DataType::Bytes);
+    w.write(b"\x05\x00\x00\x00ab", &mut out).unwrap();
+    assert_eq!(
+        w.finish(),
+        Err(WriteError::Truncated {
+            index: 0,
+            missing: 3
+        })
+    );
+    assert_eq!(
+        write_all(DataType::Bytes, b"\x01\x00\x00\x00\xff"),
+        Err(WriteError::NotUtf8 { index: 0 })
+    );
+}

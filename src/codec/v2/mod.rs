@@ -1,0 +1,17 @@
+//! The KServe / Triton "V2" HTTP protocol: JSON documents, the binary tensor
+//! data extension, and conversion between JSON `data` and binary data.
+//!
+//! Sans-I/O: nothing here knows about sockets, hyper or tokio. Callers feed
+//! bytes and receive tensors, frames or output bytes.
+
+pub mod document;
+pub mod framing;
+pub mod json_data;
+pub mod json_write;
+pub mod model;
+pub mod number;
+pub mod scan;
+pub mod strings;
+
+pub use document::{DocError, DocParser};
+pub use model::{DocKind, DocLimits, Document, EntryData, EntryHead, Subject, TensorEntry};
