@@ -247,6 +247,7 @@ impl DataParser {
             found,
         };
         match s[0] {
+            b'-' if s.get(1) == Some(&b'I') => self.literal::<S>(s, eof),
             b'-' | b'0'..=b'9' => {
                 let r = S::number(s, eof, &mut self.out).map_err(|e| match e {
                     SinkError::Num(NumError::NotInteger) => DataError::NotInteger {
@@ -306,33 +307,58 @@ impl DataParser {
                 self.counted()?;
                 Ok(Some(token.len))
             }
-            b't' | b'f' | b'n' => {
-                let (lit, value): (&[u8], Option<bool>) = match s[0] {
-                    b't' => (b"true", Some(true)),
-                    b'f' => (b"false", Some(false)),
-                    _ => (b"null", None),
-                };
-                if s.len() < lit.len() + usize::from(!eof) {
-                    return if !eof && lit.starts_with(s) {
-                        Ok(None)
-                    } else {
-                        Err(self.syntax("invalid literal"))
-                    };
-                }
-                if !s.starts_with(lit) || s.get(lit.len()).is_some_and(u8::is_ascii_alphanumeric) {
-                    return Err(self.syntax("invalid literal"));
-                }
-                match value {
-                    Some(b) => S::boolean(b, &mut self.out).map_err(|_| wrong("a boolean"))?,
-                    None => return Err(wrong("null")),
-                }
-                self.counted()?;
-                Ok(Some(lit.len()))
-            }
+            b't' | b'f' | b'n' | b'N' | b'I' => self.literal::<S>(s, eof),
             b'{' => Err(wrong("an object")),
             _ => Err(self.syntax("unexpected character")),
         }
     }
+}
+
+impl DataParser {
+    /// `true`, `false`, `null`, and the non-finite literals `NaN`,
+    /// `Infinity`, `-Infinity` that Triton and Python's `json` module write.
+    fn literal<S: Sink>(&mut self, s: &[u8], eof: bool) -> Result<Option<usize>, DataError> {
+        let (lit, value): (&[u8], Literal) = match s[0] {
+            b't' => (b"true", Literal::Bool(true)),
+            b'f' => (b"false", Literal::Bool(false)),
+            b'n' => (b"null", Literal::Null),
+            b'N' => (b"NaN", Literal::Float(f64::NAN)),
+            b'I' => (b"Infinity", Literal::Float(f64::INFINITY)),
+            _ => (b"-Infinity", Literal::Float(f64::NEG_INFINITY)),
+        };
+        if s.len() < lit.len() + usize::from(!eof) {
+            return if !eof && lit.starts_with(s) {
+                Ok(None)
+            } else {
+                Err(self.syntax("invalid literal"))
+            };
+        }
+        if !s.starts_with(lit) || s.get(lit.len()).is_some_and(u8::is_ascii_alphanumeric) {
+            return Err(self.syntax("invalid literal"));
+        }
+        let index = self.count;
+        let dtype = self.dtype;
+        let wrong = |found| DataError::WrongType {
+            index,
+            dtype,
+            found,
+        };
+        match value {
+            Literal::Bool(b) => S::boolean(b, &mut self.out).map_err(|_| wrong("a boolean"))?,
+            Literal::Float(v) => {
+                S::special(v, &mut self.out).map_err(|_| wrong("a non-finite number"))?
+            }
+            Literal::Null => return Err(wrong("null")),
+        }
+        self.counted()?;
+        Ok(Some(lit.len()))
+    }
+}
+
+enum Literal {
+    Bool(bool),
+    Float(f64),
+    Null,
 }
 
 fn token_text(s: &[u8]) -> String {
@@ -370,6 +396,9 @@ trait Sink {
     }
     fn boolean(_b: bool, _out: &mut Vec<u8>) -> Result<(), SinkError> {
         Err(SinkError::Type("a boolean"))
+    }
+    fn special(_v: f64, _out: &mut Vec<u8>) -> Result<(), SinkError> {
+        Err(SinkError::Type("a non-finite number"))
     }
 }
 
@@ -520,6 +549,10 @@ impl<T: Float> Sink for FloatSink<T> {
             (b"-Infinity", false) => f64::NEG_INFINITY,
             _ => return Err(SinkError::Type("a string")),
         };
+        Self::special(v, out)
+    }
+
+    fn special(v: f64, out: &mut Vec<u8>) -> Result<(), SinkError> {
         T::narrow(v)?.write(out);
         Ok(())
     }
