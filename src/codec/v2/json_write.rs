@@ -284,31 +284,31 @@ pub enum TensorForm {
 }
 
 /// Writes a [`Document`] as JSON, piece by piece, so that tensor values can
-/// be streamed in between.
-#[derive(Debug)]
-pub struct DocWriter<'a> {
-    doc: &'a Document,
+/// be streamed in between. It holds no borrow of the document, so it can live
+/// in a streaming body beside the document it writes.
+#[derive(Debug, Default)]
+pub struct DocWriter {
     written: usize,
 }
 
-impl<'a> DocWriter<'a> {
-    pub fn new(doc: &'a Document) -> Self {
-        DocWriter { doc, written: 0 }
+impl DocWriter {
+    pub fn new() -> Self {
+        DocWriter { written: 0 }
     }
 
     /// `{`, the members before the tensor list, and the list's opening.
-    pub fn open(&self, out: &mut Vec<u8>) {
+    pub fn open(&self, doc: &Document, out: &mut Vec<u8>) {
         out.push(b'{');
-        for (i, (k, v)) in self.doc.members[..self.doc.tensors_at].iter().enumerate() {
+        for (i, (k, v)) in doc.members[..doc.tensors_at].iter().enumerate() {
             if i > 0 {
                 out.push(b',');
             }
             member(out, k, v);
         }
-        if self.doc.tensors_at > 0 {
+        if doc.tensors_at > 0 {
             out.push(b',');
         }
-        write_json_string(self.doc.kind.tensors_key().as_bytes(), out);
+        write_json_string(doc.kind.tensors_key().as_bytes(), out);
         out.extend_from_slice(b":[");
     }
 
@@ -360,9 +360,9 @@ impl<'a> DocWriter<'a> {
     }
 
     /// Closes the tensor list, writes the remaining members and `}`.
-    pub fn close(&self, out: &mut Vec<u8>) {
+    pub fn close(&self, doc: &Document, out: &mut Vec<u8>) {
         out.push(b']');
-        for (k, v) in &self.doc.members[self.doc.tensors_at..] {
+        for (k, v) in &doc.members[doc.tensors_at..] {
             out.push(b',');
             member(out, k, v);
         }
@@ -386,8 +386,8 @@ pub fn write_document(
     mut data: impl FnMut(usize, &TensorEntry) -> Option<bytes::Bytes>,
     out: &mut Vec<u8>,
 ) -> Result<(), (usize, WriteError)> {
-    let mut w = DocWriter::new(doc);
-    w.open(out);
+    let mut w = DocWriter::new();
+    w.open(doc, out);
     for (i, entry) in doc.tensors.iter().enumerate() {
         let f = form(i, entry);
         w.tensor_open(entry, f, out);
@@ -400,7 +400,7 @@ pub fn write_document(
             w.tensor_close(out);
         }
     }
-    w.close(out);
+    w.close(doc, out);
     Ok(())
 }
 
