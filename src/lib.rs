@@ -7,4 +7,6 @@
 //! the wire formats and never does I/O.
 
 pub mod codec;
+pub mod config;
+pub mod rules;
 pub mod tensor;

@@ -1,0 +1,364 @@
+//! Tensor rules per route: allowed data types, shapes with `-1` wildcards,
+//! required and unknown inputs. Checked on a tensor's head (name, datatype,
+//! shape) before any of its data is read or forwarded.
+//!
+//! Pure functions over the tensor model: no I/O, no HTTP.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use crate::tensor::{DataType, Shape};
+
+/// A shape pattern: each dimension a size or `-1` (any size).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ShapeRule(pub Vec<i64>);
+
+impl ShapeRule {
+    pub fn matches(&self, shape: &Shape) -> bool {
+        self.0.len() == shape.rank()
+            && self
+                .0
+                .iter()
+                .zip(shape.dims())
+                .all(|(&rule, &dim)| rule == -1 || rule as u64 == dim)
+    }
+
+    /// Number of `-1` dimensions.
+    pub fn wildcards(&self) -> usize {
+        self.0.iter().filter(|&&d| d == -1).count()
+    }
+}
+
+impl fmt::Display for ShapeRule {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("[")?;
+        for (i, d) in self.0.iter().enumerate() {
+            if i > 0 {
+                f.write_str(",")?;
+            }
+            write!(f, "{d}")?;
+        }
+        f.write_str("]")
+    }
+}
+
+/// What one named tensor must look like.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TensorRule {
+    pub shape: Option<ShapeRule>,
+    /// `None`: any data type.
+    pub allowed_types: Option<Vec<DataType>>,
+    pub required: bool,
+}
+
+/// The rules of one route.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RouteRules {
+    pub inputs: BTreeMap<String, TensorRule>,
+    pub outputs: BTreeMap<String, TensorRule>,
+    pub allow_unknown_inputs: bool,
+}
+
+/// Whether a rule is about a request input or a response output.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Side {
+    Input,
+    Output,
+}
+
+impl Side {
+    fn noun(self) -> &'static str {
+        match self {
+            Side::Input => "input",
+            Side::Output => "output",
+        }
+    }
+}
+
+/// A tensor broke a rule. Messages name the tensor and the rule.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum Violation {
+    #[error("{} \"{name}\": shape {shape} does not match rule {rule}", side.noun())]
+    Shape {
+        side: Side,
+        name: String,
+        shape: Shape,
+        rule: ShapeRule,
+    },
+    #[error("{} \"{name}\": datatype {dtype} is not allowed (allowed: {})", side.noun(), list(allowed))]
+    DataType {
+        side: Side,
+        name: String,
+        dtype: DataType,
+        allowed: Vec<DataType>,
+    },
+    #[error("{} \"{name}\" is required but missing", side.noun())]
+    Missing { side: Side, name: String },
+    #[error("input \"{name}\" is not one of this route's inputs ({known})")]
+    Unknown { name: String, known: String },
+    #[error("{} \"{name}\" appears more than once", side.noun())]
+    Duplicate { side: Side, name: String },
+    #[error(
+        "raw binary body of {size} bytes cannot be input \"{name}\" ({dtype} with shape rule {rule})"
+    )]
+    RawSize {
+        name: String,
+        size: u64,
+        dtype: DataType,
+        rule: ShapeRule,
+    },
+}
+
+fn list(types: &[DataType]) -> String {
+    types
+        .iter()
+        .map(|t| t.v2_name())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+impl Violation {
+    /// The `rule` label for metrics: a fixed set.
+    pub fn rule_label(&self) -> &'static str {
+        match self {
+            Violation::Shape { .. } | Violation::RawSize { .. } => "shape",
+            Violation::DataType { .. } => "datatype",
+            Violation::Missing { .. } => "required",
+            Violation::Unknown { .. } => "unknown_input",
+            Violation::Duplicate { .. } => "duplicate",
+        }
+    }
+
+    /// The tensor name as configured, for metrics labels; tensors the
+    /// configuration does not name (unknown inputs) share one label so
+    /// request data never creates label values.
+    pub fn tensor_label<'a>(&'a self, rules: &RouteRules) -> &'a str {
+        let name = match self {
+            Violation::Shape { name, .. }
+            | Violation::DataType { name, .. }
+            | Violation::Missing { name, .. }
+            | Violation::Duplicate { name, .. }
+            | Violation::RawSize { name, .. } => name.as_str(),
+            Violation::Unknown { .. } => return "_unknown",
+        };
+        if rules.inputs.contains_key(name) || rules.outputs.contains_key(name) {
+            name
+        } else {
+            "_unknown"
+        }
+    }
+}
+
+impl RouteRules {
+    /// Checks one tensor's head against its rule.
+    pub fn check(
+        &self,
+        side: Side,
+        name: &str,
+        dtype: DataType,
+        shape: &Shape,
+    ) -> Result<(), Violation> {
+        let rules = match side {
+            Side::Input => &self.inputs,
+            Side::Output => &self.outputs,
+        };
+        let Some(rule) = rules.get(name) else {
+            if side == Side::Input && !self.allow_unknown_inputs && !self.inputs.is_empty() {
+                return Err(Violation::Unknown {
+                    name: name.to_owned(),
+                    known: self.inputs.keys().cloned().collect::<Vec<_>>().join(", "),
+                });
+            }
+            return Ok(());
+        };
+        if let Some(allowed) = &rule.allowed_types
+            && !allowed.contains(&dtype)
+        {
+            return Err(Violation::DataType {
+                side,
+                name: name.to_owned(),
+                dtype,
+                allowed: allowed.clone(),
+            });
+        }
+        if let Some(pattern) = &rule.shape
+            && !pattern.matches(shape)
+        {
+            return Err(Violation::Shape {
+                side,
+                name: name.to_owned(),
+                shape: shape.clone(),
+                rule: pattern.clone(),
+            });
+        }
+        Ok(())
+    }
+
+    /// Checks the set of tensor names: no duplicates, every required one
+    /// present.
+    pub fn check_names<'a>(
+        &self,
+        side: Side,
+        names: impl IntoIterator<Item = &'a str>,
+    ) -> Result<(), Violation> {
+        let mut seen = std::collections::BTreeSet::new();
+        for name in names {
+            if !seen.insert(name) {
+                return Err(Violation::Duplicate {
+                    side,
+                    name: name.to_owned(),
+                });
+            }
+        }
+        let rules = match side {
+            Side::Input => &self.inputs,
+            Side::Output => &self.outputs,
+        };
+        for (name, rule) in rules {
+            if rule.required && !seen.contains(name.as_str()) {
+                return Err(Violation::Missing {
+                    side,
+                    name: name.clone(),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// For a raw binary request (the whole body is the single input): when
+    /// the route declares exactly one input with one fixed-size data type,
+    /// checks the body size against it.
+    pub fn check_raw(&self, size: u64) -> Result<(), Violation> {
+        let mut inputs = self.inputs.iter();
+        let (Some((name, rule)), None) = (inputs.next(), inputs.next()) else {
+            return Ok(());
+        };
+        let (Some([dtype]), Some(shape)) = (rule.allowed_types.as_deref(), &rule.shape) else {
+            return Ok(());
+        };
+        let Some(elem) = dtype.fixed_size() else {
+            return Ok(());
+        };
+        let fixed: u64 = shape
+            .0
+            .iter()
+            .filter(|&&d| d >= 0)
+            .map(|&d| d as u64)
+            .product();
+        let unit = fixed.saturating_mul(elem as u64);
+        let ok = match shape.wildcards() {
+            0 => size == unit,
+            1 => unit != 0 && size % unit == 0,
+            _ => size % elem as u64 == 0,
+        };
+        if ok {
+            return Ok(());
+        }
+        Err(Violation::RawSize {
+            name: name.clone(),
+            size,
+            dtype: *dtype,
+            rule: shape.clone(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rules() -> RouteRules {
+        let mut inputs = BTreeMap::new();
+        inputs.insert(
+            "INPUT0".to_owned(),
+            TensorRule {
+                shape: Some(ShapeRule(vec![-1, 4])),
+                allowed_types: Some(vec![DataType::F32, DataType::F16]),
+                required: true,
+            },
+        );
+        inputs.insert(
+            "OPT".to_owned(),
+            TensorRule {
+                shape: None,
+                allowed_types: None,
+                required: false,
+            },
+        );
+        RouteRules {
+            inputs,
+            outputs: BTreeMap::new(),
+            allow_unknown_inputs: false,
+        }
+    }
+
+    #[test]
+    fn shapes_and_types() {
+        let r = rules();
+        let s = |d: &[u64]| Shape::new(d.to_vec());
+        assert_eq!(
+            r.check(Side::Input, "INPUT0", DataType::F32, &s(&[7, 4])),
+            Ok(())
+        );
+        assert_eq!(
+            r.check(Side::Input, "INPUT0", DataType::F32, &s(&[2, 3]))
+                .unwrap_err()
+                .to_string(),
+            r#"input "INPUT0": shape [2,3] does not match rule [-1,4]"#
+        );
+        assert_eq!(
+            r.check(Side::Input, "INPUT0", DataType::I32, &s(&[2, 4]))
+                .unwrap_err()
+                .to_string(),
+            r#"input "INPUT0": datatype INT32 is not allowed (allowed: FP32, FP16)"#
+        );
+        assert_eq!(
+            r.check(Side::Input, "INPUT0", DataType::F32, &s(&[4]))
+                .unwrap_err()
+                .rule_label(),
+            "shape"
+        );
+        assert_eq!(
+            r.check(Side::Input, "OPT", DataType::Bytes, &s(&[])),
+            Ok(())
+        );
+        let unknown = r
+            .check(Side::Input, "X", DataType::F32, &s(&[1]))
+            .unwrap_err();
+        assert_eq!(
+            unknown.to_string(),
+            r#"input "X" is not one of this route's inputs (INPUT0, OPT)"#
+        );
+        assert_eq!(unknown.tensor_label(&r), "_unknown");
+    }
+
+    #[test]
+    fn names() {
+        let r = rules();
+        assert_eq!(r.check_names(Side::Input, ["INPUT0", "OPT"]), Ok(()));
+        assert_eq!(
+            r.check_names(Side::Input, ["OPT"]).unwrap_err().to_string(),
+            r#"input "INPUT0" is required but missing"#
+        );
+        assert_eq!(
+            r.check_names(Side::Input, ["INPUT0", "INPUT0"])
+                .unwrap_err()
+                .to_string(),
+            r#"input "INPUT0" appears more than once"#
+        );
+    }
+
+    #[test]
+    fn raw_sizes() {
+        let mut r = rules();
+        r.inputs.remove("OPT");
+        r.inputs.get_mut("INPUT0").unwrap().allowed_types = Some(vec![DataType::F32]);
+        assert_eq!(r.check_raw(32), Ok(()));
+        assert_eq!(
+            r.check_raw(20).unwrap_err().to_string(),
+            r#"raw binary body of 20 bytes cannot be input "INPUT0" (FP32 with shape rule [-1,4])"#
+        );
+        // Undeclared or multi-type inputs are not checked.
+        assert_eq!(RouteRules::default().check_raw(3), Ok(()));
+    }
+}
