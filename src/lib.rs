@@ -6,7 +6,10 @@
 //! The crate is layered: [`tensor`] is the one tensor model; [`codec`] holds
 //! the wire formats and never does I/O.
 
+pub mod cli;
 pub mod codec;
 pub mod config;
+pub mod proxy;
 pub mod rules;
+pub mod server;
 pub mod tensor;

@@ -1,1 +1,155 @@
-fn main() {}
+//! The `tensorgate` binary: parses the command line and runs the chosen
+//! command. Everything else lives in the library.
+
+use std::net::SocketAddr;
+use std::process::ExitCode;
+
+use clap::Parser;
+use tensorgate::cli::{Cli, Command, LogFormat, ServeArgs};
+use tensorgate::config::{self, Config};
+
+const DEFAULT_LISTEN: ([u8; 4], u16) = ([127, 0, 0, 1], 8000);
+const DEFAULT_ADMIN: ([u8; 4], u16) = ([127, 0, 0, 1], 9000);
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match cli.command {
+        None => serve(cli.serve),
+        Some(Command::Serve(args)) => serve(args),
+        Some(Command::CheckConfig { file }) => check_config(&file),
+    }
+}
+
+fn init_logging(format: LogFormat) {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    match format {
+        LogFormat::Json => builder.json().flatten_event(true).init(),
+        LogFormat::Pretty => builder.compact().init(),
+    }
+}
+
+fn check_config(file: &std::path::Path) -> ExitCode {
+    match config::load_file(file) {
+        Ok(c) => {
+            println!(
+                "{}: ok ({} backends, {} routes)",
+                file.display(),
+                c.backends.len(),
+                c.routes.len()
+            );
+            ExitCode::SUCCESS
+        }
+        Err(errors) => {
+            eprintln!("{}: {} problem(s)", file.display(), errors.0.len());
+            for e in &errors.0 {
+                eprintln!("  {e}");
+            }
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn serve(args: ServeArgs) -> ExitCode {
+    init_logging(args.log_format);
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("cannot start the runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(run(args)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(message) => {
+            eprintln!("tensorgate: {message}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run(args: ServeArgs) -> Result<(), String> {
+    let mut demo = None;
+    let mut config = match (&args.config, &args.backend) {
+        (Some(path), _) => {
+            config::load_file(path).map_err(|e| format!("{}:\n{e}", path.display()))?
+        }
+        (None, Some(url)) => Config::single_backend(
+            url,
+            args.listen.unwrap_or(DEFAULT_LISTEN.into()),
+            args.admin_listen.unwrap_or(DEFAULT_ADMIN.into()),
+        )
+        .map_err(|e| format!("--backend {url}: {e}"))?,
+        (None, None) => {
+            let server = demo_backend().await?;
+            let c = Config::demo(
+                server,
+                args.listen.unwrap_or(DEFAULT_LISTEN.into()),
+                args.admin_listen.unwrap_or(DEFAULT_ADMIN.into()),
+            )
+            .map_err(|e| format!("demo configuration: {e}"))?;
+            demo = Some(());
+            c
+        }
+    };
+    if let Some(listen) = args.listen {
+        config.server.listen = listen;
+    }
+    if let Some(admin) = args.admin_listen {
+        config.server.admin_listen = admin;
+    }
+    let running = tensorgate::server::start(config)
+        .await
+        .map_err(|e| format!("cannot listen: {e}"))?;
+    if demo.is_some() {
+        print_demo_banner(running.data_addr, running.admin_addr);
+    }
+    let stop = running.stopper();
+    tokio::spawn(async move {
+        wait_for_signal().await;
+        tracing::info!("shutdown signal received");
+        let _ = stop.send(true);
+    });
+    running.wait().await;
+    drop(demo);
+    Ok(())
+}
+
+/// Starts the embedded demo backend on an ephemeral loopback port.
+async fn demo_backend() -> Result<SocketAddr, String> {
+    Err("the embedded demo backend is not built yet".to_owned())
+}
+
+fn print_demo_banner(data: SocketAddr, admin: SocketAddr) {
+    let body = r#"{"inputs":[{"name":"INPUT0","shape":[1,16],"datatype":"INT32","data":[1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16]},{"name":"INPUT1","shape":[1,16],"datatype":"INT32","data":[1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1]}]}"#;
+    println!(
+        "tensorgate demo: gateway on http://{data} (admin http://{admin}) in front of the built-in demo backend"
+    );
+    println!("try:");
+    println!("  curl -s http://{data}/v2/models/simple/infer -d '{body}'");
+}
+
+async fn wait_for_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        let Ok(mut term) = signal(SignalKind::terminate()) else {
+            let _ = tokio::signal::ctrl_c().await;
+            return;
+        };
+        tokio::select! {
+            _ = term.recv() => {}
+            _ = tokio::signal::ctrl_c() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+}

@@ -57,6 +57,46 @@ impl Config {
     }
 }
 
+impl Config {
+    /// The configuration `tensorgate` runs with no arguments: the gateway in
+    /// front of the embedded demo backend at `backend`, with rules on the
+    /// demo's `simple` model.
+    pub fn demo(
+        backend: SocketAddr,
+        listen: SocketAddr,
+        admin: SocketAddr,
+    ) -> Result<Config, ConfigErrors> {
+        let text = format!(
+            r#"
+[server]
+listen = "{listen}"
+admin_listen = "{admin}"
+shutdown_grace = "5s"
+
+[backends.demo]
+url = "http://{backend}"
+
+[[routes]]
+name = "simple"
+models = ["simple"]
+backend = "demo"
+[routes.inputs.INPUT0]
+shape = [-1, 16]
+allowed_types = ["INT32"]
+[routes.inputs.INPUT1]
+shape = [-1, 16]
+allowed_types = ["INT32"]
+
+[[routes]]
+name = "default"
+default = true
+backend = "demo"
+"#
+        );
+        from_str(&text)
+    }
+}
+
 /// `[server]`: listeners and process behaviour.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ServerConfig {

@@ -78,8 +78,14 @@ impl DataType {
     /// Parses either naming: V2 (`FP32`) or Decthings (`f32`). Used by
     /// configuration, where operators may write either.
     pub fn from_any_name(name: &str) -> Option<DataType> {
-        DataType::from_v2_name(name)
+        let upper = name.to_ascii_uppercase();
+        DataType::from_v2_name(&upper)
             .or_else(|| DecthingsType::from_name(name).map(DecthingsType::to_v2))
+            .or(match name {
+                "f16" => Some(DataType::F16),
+                "bf16" => Some(DataType::BF16),
+                _ => None,
+            })
     }
 
     /// Size in bytes of one element, or `None` for [`DataType::Bytes`].
@@ -259,6 +265,9 @@ mod tests {
         assert_eq!(DataType::from_any_name("FP32"), Some(DataType::F32));
         assert_eq!(DataType::from_any_name("boolean"), Some(DataType::Bool));
         assert_eq!(DataType::from_any_name("image"), Some(DataType::Bytes));
+        assert_eq!(DataType::from_any_name("fp16"), Some(DataType::F16));
+        assert_eq!(DataType::from_any_name("f16"), Some(DataType::F16));
+        assert_eq!(DataType::from_any_name("bf16"), Some(DataType::BF16));
         assert_eq!(DataType::from_any_name("float32"), None);
     }
 

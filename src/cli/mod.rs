@@ -1,0 +1,66 @@
+//! Command-line interface: `tensorgate [serve]`, `check-config`, and the
+//! debugging subcommands.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+/// A streaming gateway for KServe / Triton V2 inference servers: translates
+/// JSON <-> binary tensor data per route, enforces tensor rules, exports
+/// Prometheus metrics.
+///
+/// With no arguments it runs a demo: the gateway on 127.0.0.1:8000 in front
+/// of a small V2 backend built into the binary.
+#[derive(Debug, Parser)]
+#[command(name = "tensorgate", version, args_conflicts_with_subcommands = true)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Option<Command>,
+    #[command(flatten)]
+    pub serve: ServeArgs,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run the gateway (the default command).
+    Serve(ServeArgs),
+    /// Validate a configuration file: prints every problem with its key and
+    /// exits non-zero if there is any.
+    CheckConfig {
+        /// The TOML configuration file.
+        file: PathBuf,
+    },
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
+pub enum LogFormat {
+    /// Human-readable lines.
+    #[default]
+    Pretty,
+    /// One JSON object per event.
+    Json,
+}
+
+#[derive(Clone, Debug, Default, Args)]
+pub struct ServeArgs {
+    /// Configuration file (TOML). Without it (and without --backend) the
+    /// embedded demo backend is served.
+    #[arg(long, short = 'c', env = "TENSORGATE_CONFIG", value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Data port address; overrides `server.listen`.
+    #[arg(long, value_name = "ADDR")]
+    pub listen: Option<SocketAddr>,
+    /// Admin port address (/healthz, /readyz, /metrics); overrides
+    /// `server.admin_listen`.
+    #[arg(long, value_name = "ADDR")]
+    pub admin_listen: Option<SocketAddr>,
+    /// Without a configuration file: one default route, binary backend
+    /// format, to this V2 server (e.g. http://127.0.0.1:8001). The quickest
+    /// way to put tensorgate in front of an existing Triton.
+    #[arg(long, value_name = "URL", conflicts_with = "config")]
+    pub backend: Option<String>,
+    /// Log format.
+    #[arg(long, value_enum, default_value_t = LogFormat::Pretty, env = "TENSORGATE_LOG_FORMAT")]
+    pub log_format: LogFormat,
+}

@@ -1,0 +1,123 @@
+//! The body type the gateway serves and sends, and small bodies built from
+//! bytes already in hand.
+
+use std::collections::VecDeque;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use bytes::Bytes;
+use http_body::{Frame, SizeHint};
+use http_body_util::BodyExt;
+
+/// Errors a streaming body can end with.
+pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+/// Every body the gateway produces: boxed so handlers can return any of
+/// them.
+pub type Body = http_body_util::combinators::UnsyncBoxBody<Bytes, BoxError>;
+
+pub fn full(bytes: impl Into<Bytes>) -> Body {
+    http_body_util::Full::new(bytes.into())
+        .map_err(|never| match never {})
+        .boxed_unsync()
+}
+
+pub fn empty() -> Body {
+    http_body_util::Empty::new()
+        .map_err(|never| match never {})
+        .boxed_unsync()
+}
+
+/// A body made of byte chunks already in hand (a header and tensor data),
+/// sent without concatenating them.
+#[derive(Debug, Default)]
+pub struct ChunksBody {
+    chunks: VecDeque<Bytes>,
+    remaining: u64,
+}
+
+impl ChunksBody {
+    pub fn new(chunks: impl IntoIterator<Item = Bytes>) -> Self {
+        let chunks: VecDeque<Bytes> = chunks.into_iter().filter(|c| !c.is_empty()).collect();
+        let remaining = chunks.iter().map(|c| c.len() as u64).sum();
+        ChunksBody { chunks, remaining }
+    }
+
+    pub fn len(&self) -> u64 {
+        self.remaining
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.remaining == 0
+    }
+
+    pub fn boxed(self) -> Body {
+        BodyExt::boxed_unsync(self)
+    }
+}
+
+impl http_body::Body for ChunksBody {
+    type Data = Bytes;
+    type Error = BoxError;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        _cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
+        match self.chunks.pop_front() {
+            Some(c) => {
+                self.remaining -= c.len() as u64;
+                Poll::Ready(Some(Ok(Frame::data(c))))
+            }
+            None => Poll::Ready(None),
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.chunks.is_empty()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        SizeHint::with_exact(self.remaining)
+    }
+}
+
+/// Bytes already read off a body, followed by the rest of it: puts a body
+/// back together after its head was inspected, without copying.
+#[derive(Debug)]
+pub struct PrefixedBody<B> {
+    prefix: VecDeque<Bytes>,
+    inner: B,
+}
+
+impl<B> PrefixedBody<B> {
+    pub fn new(prefix: impl IntoIterator<Item = Bytes>, inner: B) -> Self {
+        PrefixedBody {
+            prefix: prefix.into_iter().filter(|b| !b.is_empty()).collect(),
+            inner,
+        }
+    }
+}
+
+impl<B> http_body::Body for PrefixedBody<B>
+where
+    B: http_body::Body<Data = Bytes> + Unpin,
+    B::Error: Into<BoxError>,
+{
+    type Data = Bytes;
+    type Error = BoxError;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
+        if let Some(b) = self.prefix.pop_front() {
+            return Poll::Ready(Some(Ok(Frame::data(b))));
+        }
+        Pin::new(&mut self.inner).poll_frame(cx).map_err(Into::into)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.prefix.is_empty() && self.inner.is_end_stream()
+    }
+}

@@ -1,0 +1,140 @@
+//! Reading a client's request body: decompressed, bounded by the route's
+//! limit, and with a limit on how long the client may pause.
+
+use std::time::Duration;
+
+use bytes::{Bytes, BytesMut};
+use http_body_util::BodyExt;
+use hyper::body::Incoming;
+
+use super::encoding::{Coding, DecodeError, Decoder};
+use super::error::GatewayError;
+
+/// The request body as decompressed pieces.
+#[derive(Debug)]
+pub struct ClientBody {
+    inner: Incoming,
+    decoder: Option<Decoder>,
+    route: String,
+    limit: u64,
+    timeout: Duration,
+    /// Decompressed bytes handed out so far.
+    received: u64,
+    /// Bytes as they came off the wire.
+    wire: u64,
+    finished: bool,
+}
+
+impl ClientBody {
+    pub fn new(
+        inner: Incoming,
+        coding: Coding,
+        route: &str,
+        limit: u64,
+        timeout: Duration,
+    ) -> Self {
+        ClientBody {
+            inner,
+            decoder: Decoder::new(coding, limit),
+            route: route.to_owned(),
+            limit,
+            timeout,
+            received: 0,
+            wire: 0,
+            finished: false,
+        }
+    }
+
+    /// Bytes received from the client (compressed, if it compressed).
+    pub fn wire_bytes(&self) -> u64 {
+        self.wire
+    }
+
+    fn too_large(&self) -> GatewayError {
+        GatewayError::BodyTooLarge {
+            route: self.route.clone(),
+            limit: self.limit,
+        }
+    }
+
+    fn decode_error(&self, e: DecodeError) -> GatewayError {
+        match e {
+            DecodeError::TooLarge => self.too_large(),
+            DecodeError::Corrupt(detail) => GatewayError::BadEncoding {
+                encoding: self
+                    .decoder
+                    .as_ref()
+                    .map_or("identity", |d| d.coding().name()),
+                detail,
+            },
+        }
+    }
+
+    /// The next piece of the body, or `None` at its end.
+    pub async fn next(&mut self) -> Result<Option<Bytes>, GatewayError> {
+        loop {
+            if self.finished {
+                return Ok(None);
+            }
+            let frame = tokio::time::timeout(self.timeout, self.inner.frame())
+                .await
+                .map_err(|_| GatewayError::ClientTimeout)?;
+            let data = match frame {
+                None => {
+                    self.finished = true;
+                    let tail = match self.decoder.as_mut().map(Decoder::finish) {
+                        None => return Ok(None),
+                        Some(r) => r.map_err(|e| self.decode_error(e))?,
+                    };
+                    tail
+                }
+                Some(Err(e)) => {
+                    return Err(GatewayError::ClientBody {
+                        detail: super::upstream::error_chain(&e),
+                    });
+                }
+                Some(Ok(frame)) => {
+                    let Ok(data) = frame.into_data() else {
+                        continue;
+                    };
+                    self.wire += data.len() as u64;
+                    match self.decoder.as_mut() {
+                        None => data,
+                        Some(d) => d.push(&data).map_err(|e| self.decode_error(e))?,
+                    }
+                }
+            };
+            self.received += data.len() as u64;
+            if self.received > self.limit {
+                return Err(self.too_large());
+            }
+            if !data.is_empty() {
+                return Ok(Some(data));
+            }
+        }
+    }
+
+    /// The rest of the body in one buffer.
+    pub async fn collect(&mut self, first: Option<Bytes>) -> Result<Bytes, GatewayError> {
+        let mut pieces: Vec<Bytes> = first.into_iter().filter(|b| !b.is_empty()).collect();
+        while let Some(piece) = self.next().await? {
+            pieces.push(piece);
+        }
+        Ok(concat(pieces))
+    }
+}
+
+/// Joins pieces, without copying when there is only one.
+pub fn concat(mut pieces: Vec<Bytes>) -> Bytes {
+    match pieces.len() {
+        0 => Bytes::new(),
+        1 => pieces.pop().unwrap_or_default(),
+        _ => {
+            let mut out = BytesMut::with_capacity(pieces.iter().map(Bytes::len).sum());
+            for p in pieces {
+                out.extend_from_slice(&p);
+            }
+            out.freeze()
+        }
+    }
+}

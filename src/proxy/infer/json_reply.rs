@@ -1,0 +1,207 @@
+//! A reply body that writes JSON text as the backend's binary tensor bytes
+//! arrive: the client sees its first values before the backend has sent its
+//! last byte, and memory stays at one backend frame plus its JSON text.
+
+use std::pin::Pin;
+use std::task::{Context, Poll, ready};
+
+use bytes::Bytes;
+use http_body::Frame;
+use hyper::body::Incoming;
+
+use crate::codec::v2::framing::{ChunkSplitter, Piece};
+use crate::codec::v2::json_write::{DocWriter, TensorForm, ValueWriter};
+use crate::codec::v2::{Document, EntryData};
+use crate::proxy::body::BoxError;
+
+/// Why a streamed reply was cut off.
+#[derive(Debug, thiserror::Error)]
+pub enum StreamError {
+    #[error("backend body failed: {0}")]
+    Upstream(String),
+    #[error("backend sent malformed binary data: {0}")]
+    Framing(String),
+    #[error("output \"{output}\": {detail}")]
+    Output { output: String, detail: String },
+}
+
+/// Streams a binary V2 response as all-JSON.
+#[derive(Debug)]
+pub struct JsonReplyBody {
+    upstream: Incoming,
+    doc: Document,
+    writer: DocWriter,
+    splitter: ChunkSplitter,
+    pieces: Vec<Piece>,
+    /// The next tensor not yet opened.
+    next: usize,
+    current: Option<(usize, ValueWriter)>,
+    /// Body bytes already read past the header.
+    pending: Option<Bytes>,
+    started: bool,
+    done: bool,
+    out: Vec<u8>,
+}
+
+impl JsonReplyBody {
+    pub fn new(upstream: Incoming, doc: Document, after_header: Bytes) -> Self {
+        let splitter = ChunkSplitter::new(doc.binary_sizes().collect());
+        JsonReplyBody {
+            upstream,
+            doc,
+            writer: DocWriter::new(),
+            splitter,
+            pieces: Vec::new(),
+            next: 0,
+            current: None,
+            pending: Some(after_header),
+            started: false,
+            done: false,
+            out: Vec::new(),
+        }
+    }
+
+    /// Writes every tensor before `until` that needs no body bytes.
+    fn inline_until(&mut self, until: usize) -> Result<(), StreamError> {
+        while self.next < until {
+            let t = &self.doc.tensors[self.next];
+            match &t.data {
+                EntryData::Json { data, .. } => {
+                    self.writer.tensor_open(t, TensorForm::Json, &mut self.out);
+                    let mut vw = ValueWriter::new(t.datatype);
+                    vw.write(data, &mut self.out)
+                        .map_err(|e| output_error(&t.name, e))?;
+                    self.writer.tensor_close(&mut self.out);
+                }
+                EntryData::SharedMemory => {
+                    self.writer.tensor_open(t, TensorForm::AsIs, &mut self.out)
+                }
+                // Binary tensors are opened when their first piece arrives.
+                EntryData::Binary { .. } => {
+                    return Err(StreamError::Framing(format!(
+                        "output \"{}\" has no data",
+                        t.name
+                    )));
+                }
+            }
+            self.next += 1;
+        }
+        Ok(())
+    }
+
+    fn process(&mut self, data: Bytes) -> Result<(), StreamError> {
+        self.splitter
+            .push(data, &mut self.pieces)
+            .map_err(|e| StreamError::Framing(e.to_string()))?;
+        self.drain_pieces()
+    }
+
+    fn drain_pieces(&mut self) -> Result<(), StreamError> {
+        let pieces = std::mem::take(&mut self.pieces);
+        for piece in &pieces {
+            if self.current.as_ref().map(|c| c.0) != Some(piece.tensor) {
+                self.inline_until(piece.tensor)?;
+                let t = &self.doc.tensors[piece.tensor];
+                self.writer.tensor_open(t, TensorForm::Json, &mut self.out);
+                self.current = Some((piece.tensor, ValueWriter::new(t.datatype)));
+                self.next = piece.tensor + 1;
+            }
+            if let Some((index, vw)) = self.current.as_mut() {
+                let t = &self.doc.tensors[*index];
+                vw.write(&piece.data, &mut self.out)
+                    .map_err(|e| output_error(&t.name, e))?;
+                if piece.last {
+                    let count = vw.finish().map_err(|e| output_error(&t.name, e))?;
+                    let expected = t.shape.element_count().unwrap_or(0);
+                    if count != expected {
+                        return Err(StreamError::Output {
+                            output: t.name.clone(),
+                            detail: format!(
+                                "shape {} holds {expected} elements but the data has {count}",
+                                t.shape
+                            ),
+                        });
+                    }
+                    self.writer.tensor_close(&mut self.out);
+                    self.current = None;
+                }
+            }
+        }
+        self.pieces = pieces;
+        self.pieces.clear();
+        Ok(())
+    }
+
+    fn finish(&mut self) -> Result<(), StreamError> {
+        if let Err((tensor, missing)) = self.splitter.finish(&mut self.pieces) {
+            return Err(StreamError::Framing(format!(
+                "output \"{}\" is missing {missing} bytes",
+                self.doc.tensors[tensor].name
+            )));
+        }
+        self.drain_pieces()?;
+        self.inline_until(self.doc.tensors.len())?;
+        self.writer.close(&self.doc, &mut self.out);
+        Ok(())
+    }
+
+    fn take_out(&mut self) -> Option<Frame<Bytes>> {
+        (!self.out.is_empty()).then(|| Frame::data(Bytes::from(std::mem::take(&mut self.out))))
+    }
+}
+
+fn output_error(name: &str, e: impl std::fmt::Display) -> StreamError {
+    StreamError::Output {
+        output: name.to_owned(),
+        detail: e.to_string(),
+    }
+}
+
+impl http_body::Body for JsonReplyBody {
+    type Data = Bytes;
+    type Error = BoxError;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
+        let this = &mut *self;
+        loop {
+            if this.done {
+                return Poll::Ready(this.take_out().map(Ok));
+            }
+            if !this.started {
+                this.started = true;
+                this.writer.open(&this.doc, &mut this.out);
+            }
+            let step = if let Some(data) = this.pending.take() {
+                this.process(data)
+            } else {
+                match ready!(Pin::new(&mut this.upstream).poll_frame(cx)) {
+                    Some(Ok(frame)) => match frame.into_data() {
+                        Ok(data) => this.process(data),
+                        Err(_) => Ok(()),
+                    },
+                    Some(Err(e)) => Err(StreamError::Upstream(e.to_string())),
+                    None => {
+                        this.done = true;
+                        this.finish()
+                    }
+                }
+            };
+            if let Err(e) = step {
+                this.done = true;
+                this.out.clear();
+                tracing::warn!(error = %e, "streamed JSON reply cut off");
+                return Poll::Ready(Some(Err(Box::new(e))));
+            }
+            if let Some(frame) = this.take_out() {
+                return Poll::Ready(Some(Ok(frame)));
+            }
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.done && self.out.is_empty()
+    }
+}
