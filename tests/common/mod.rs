@@ -285,3 +285,69 @@ pub async fn send_chunked(
         body,
     }
 }
+
+/// A body fed from a channel: the test decides when each frame goes out.
+pub struct ChannelBody(pub tokio::sync::mpsc::Receiver<Bytes>);
+
+impl http_body::Body for ChannelBody {
+    type Data = Bytes;
+    type Error = tensorgate::proxy::body::BoxError;
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<hyper::body::Frame<Bytes>, Self::Error>>> {
+        self.0
+            .poll_recv(cx)
+            .map(|o| o.map(|b| Ok(hyper::body::Frame::data(b))))
+    }
+}
+
+/// A streaming response whose frames the test sends through the returned
+/// sender.
+pub fn channel_reply(
+    status: u16,
+    headers: &[(&str, &str)],
+) -> (tokio::sync::mpsc::Sender<Bytes>, Response<Body>) {
+    let (tx, rx) = tokio::sync::mpsc::channel(16);
+    let mut r = Response::new(ChannelBody(rx).boxed_unsync());
+    *r.status_mut() = StatusCode::from_u16(status).unwrap();
+    for (k, v) in headers {
+        r.headers_mut().append(
+            http::HeaderName::from_bytes(k.as_bytes()).unwrap(),
+            v.parse().unwrap(),
+        );
+    }
+    (tx, r)
+}
+
+/// Sends a request and returns the response head and its streaming body.
+pub async fn open(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: impl Into<Bytes>,
+) -> Response<Incoming> {
+    let mut req = Request::builder()
+        .method(method)
+        .uri(format!("http://{addr}{path}"));
+    for (k, v) in headers {
+        req = req.header(*k, *v);
+    }
+    client()
+        .request(req.body(Full::new(body.into())).unwrap())
+        .await
+        .expect("request failed")
+}
+
+/// Reads the next data frame of a streaming body, with a time bound.
+pub async fn next_data(body: &mut Incoming) -> Option<Bytes> {
+    loop {
+        let frame = tokio::time::timeout(std::time::Duration::from_secs(10), body.frame())
+            .await
+            .expect("timed out waiting for a frame")?;
+        if let Ok(data) = frame.expect("body error").into_data() {
+            return Some(data);
+        }
+    }
+}

@@ -1,0 +1,184 @@
+//! Bodies stream end to end: server-sent events pass through one by one, and
+//! an all-JSON reply translated from a binary backend reply reaches the
+//! client before the backend has sent its last byte.
+
+mod common;
+
+use std::sync::{Arc, Mutex};
+
+use bytes::Bytes;
+use common::*;
+use tokio::sync::mpsc;
+
+type Slot = Arc<Mutex<Option<mpsc::Sender<mpsc::Sender<Bytes>>>>>;
+
+/// A backend whose every reply is a channel the test feeds.
+async fn channel_backend(
+    headers: &'static [(&'static str, &'static str)],
+) -> (TestBackend, mpsc::Receiver<mpsc::Sender<Bytes>>) {
+    let (give, take) = mpsc::channel(4);
+    let slot: Slot = Arc::new(Mutex::new(Some(give)));
+    let backend = TestBackend::start(move |_| {
+        let slot = slot.clone();
+        async move {
+            let (tx, resp) = channel_reply(200, headers);
+            let give = slot.lock().unwrap().clone().unwrap();
+            give.send(tx).await.unwrap();
+            resp
+        }
+    })
+    .await;
+    (backend, take)
+}
+
+/// A backend replying with a binary (IHCL) body the test feeds.
+async fn ihcl_channel_backend(ihcl: usize) -> (TestBackend, mpsc::Receiver<mpsc::Sender<Bytes>>) {
+    let (give, take) = mpsc::channel::<mpsc::Sender<Bytes>>(1);
+    let n: &'static str = Box::leak(ihcl.to_string().into_boxed_str());
+    let backend = TestBackend::start(move |_| {
+        let give = give.clone();
+        async move {
+            let (tx, resp) = channel_reply(
+                200,
+                &[
+                    ("content-type", "application/octet-stream"),
+                    ("inference-header-content-length", n),
+                ],
+            );
+            give.send(tx).await.unwrap();
+            resp
+        }
+    })
+    .await;
+    (backend, take)
+}
+
+#[tokio::test]
+async fn server_sent_events_arrive_one_by_one() {
+    let (backend, mut feeds) =
+        channel_backend(&[("content-type", "text/event-stream; charset=utf-8")]).await;
+    let gw = gateway(&simple_config(&backend.url(), "")).await;
+    let resp = open(
+        gw.data_addr,
+        "POST",
+        "/v2/models/m/generate_stream",
+        &[("content-type", "application/json")],
+        r#"{"text_input":"hi"}"#,
+    )
+    .await;
+    assert_eq!(resp.status(), 200);
+    assert_eq!(
+        resp.headers()["content-type"],
+        "text/event-stream; charset=utf-8"
+    );
+    let feed = feeds.recv().await.unwrap();
+    let mut body = resp.into_body();
+    feed.send(Bytes::from_static(b"data: {\"text_output\":\"hi0\"}\n\n"))
+        .await
+        .unwrap();
+    // The first event arrives while the backend still holds the stream open.
+    assert_eq!(
+        next_data(&mut body).await.unwrap(),
+        &b"data: {\"text_output\":\"hi0\"}\n\n"[..]
+    );
+    feed.send(Bytes::from_static(b"data: {\"text_output\":\"hi1\"}\n\n"))
+        .await
+        .unwrap();
+    assert_eq!(
+        next_data(&mut body).await.unwrap(),
+        &b"data: {\"text_output\":\"hi1\"}\n\n"[..]
+    );
+    drop(feed);
+    assert_eq!(next_data(&mut body).await, None);
+    assert_eq!(backend.requests()[0].body, &br#"{"text_input":"hi"}"#[..]);
+}
+
+#[tokio::test]
+async fn large_json_reply_streams_before_the_backend_finishes() {
+    const N: usize = 1 << 20;
+    let header = format!(
+        r#"{{"model_name":"m","model_version":"1","outputs":[{{"name":"OUT","datatype":"FP32","shape":[{N}],"parameters":{{"binary_data_size":{}}}}}]}}"#,
+        N * 4
+    );
+    let values: Vec<f32> = (0..N).map(|i| i as f32 * 0.5).collect();
+    let data = le_f32(&values);
+    let (backend, mut take) = ihcl_channel_backend(header.len()).await;
+    let gw = gateway(&simple_config(&backend.url(), "")).await;
+    let client = tokio::spawn(open(
+        gw.data_addr,
+        "POST",
+        "/v2/models/m/infer",
+        &[],
+        r#"{"inputs":[{"name":"X","shape":[1],"datatype":"INT32","data":[1]}]}"#,
+    ));
+    let feed = take.recv().await.unwrap();
+    // The header and the first half of the data, then the backend waits.
+    let mut first = header.clone().into_bytes();
+    first.extend_from_slice(&data[..N * 2]);
+    feed.send(Bytes::from(first)).await.unwrap();
+    let resp = client.await.unwrap();
+    assert_eq!(resp.status(), 200);
+    assert_eq!(resp.headers()["content-type"], "application/json");
+    assert!(
+        resp.headers().get("content-length").is_none(),
+        "a streamed reply has no length"
+    );
+    let mut body = resp.into_body();
+    let mut text = Vec::new();
+    while text.len() < 100_000 {
+        text.extend_from_slice(&next_data(&mut body).await.unwrap());
+    }
+    let prefix = r#"{"model_name":"m","model_version":"1","outputs":[{"name":"OUT","datatype":"FP32","shape":[1048576],"data":[0.0,0.5,1.0,1.5,"#;
+    assert_eq!(
+        &text[..prefix.len()],
+        prefix.as_bytes(),
+        "{}",
+        String::from_utf8_lossy(&text[..200])
+    );
+    // Only now does the backend send the rest.
+    feed.send(Bytes::copy_from_slice(&data[N * 2..]))
+        .await
+        .unwrap();
+    drop(feed);
+    while let Some(more) = next_data(&mut body).await {
+        text.extend_from_slice(&more);
+    }
+    let json: serde_json::Value = serde_json::from_slice(&text).unwrap();
+    let out = json["outputs"][0]["data"].as_array().unwrap();
+    assert_eq!(out.len(), N);
+    for (i, v) in out.iter().enumerate().step_by(9973) {
+        assert_eq!(v.as_f64().unwrap() as f32, values[i], "element {i}");
+    }
+    // The backend was asked for binary outputs.
+    let seen = &backend.requests()[0];
+    let n: usize = seen.headers["inference-header-content-length"]
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    let sent: serde_json::Value = serde_json::from_slice(&seen.body[..n]).unwrap();
+    assert_eq!(sent["parameters"]["binary_data_output"], true);
+}
+
+#[tokio::test]
+async fn backend_cut_off_mid_stream_aborts_the_reply() {
+    let header = r#"{"outputs":[{"name":"OUT","datatype":"INT32","shape":[4],"parameters":{"binary_data_size":16}}]}"#;
+    let (backend, mut take) = ihcl_channel_backend(header.len()).await;
+    let gw = gateway(&simple_config(&backend.url(), "")).await;
+    let client = tokio::spawn(send(
+        gw.data_addr,
+        "POST",
+        "/v2/models/m/infer",
+        &[],
+        r#"{"inputs":[{"name":"X","shape":[1],"datatype":"INT32","data":[1]}]}"#,
+    ));
+    let feed = take.recv().await.unwrap();
+    let mut first = header.as_bytes().to_vec();
+    first.extend_from_slice(&le_i32(&[1, 2]));
+    feed.send(Bytes::from(first)).await.unwrap();
+    drop(feed); // 8 of 16 bytes, then the end.
+    let result = client.await;
+    // The reply was already streaming: the only honest signal left is to
+    // abort it, so the client sees a body error rather than a short JSON.
+    assert!(result.is_err(), "a cut-off reply must not complete");
+}
