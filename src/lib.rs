@@ -9,6 +9,8 @@
 pub mod cli;
 pub mod codec;
 pub mod config;
+pub mod demo;
+pub mod metrics;
 pub mod proxy;
 pub mod rules;
 pub mod server;

@@ -23,6 +23,7 @@ use tokio::task::JoinHandle;
 use tower::ServiceBuilder;
 
 use crate::config::Config;
+use crate::metrics::Metrics;
 use crate::proxy::Gateway;
 use crate::proxy::body::{Body, full};
 
@@ -62,12 +63,23 @@ pub async fn start(config: Config) -> std::io::Result<Running> {
 
 /// Starts serving on listeners the caller bound (tests bind port 0).
 pub fn start_on(config: Config, data: TcpListener, admin: TcpListener) -> std::io::Result<Running> {
+    let metrics = Metrics::new().map_err(std::io::Error::other)?;
+    start_with_metrics(config, data, admin, metrics)
+}
+
+/// Starts serving with metrics registered by the caller.
+pub fn start_with_metrics(
+    config: Config,
+    data: TcpListener,
+    admin: TcpListener,
+    metrics: Metrics,
+) -> std::io::Result<Running> {
     let data_addr = data.local_addr()?;
     let admin_addr = admin.local_addr()?;
     let (stop, stopped) = watch::channel(false);
     let ready = Arc::new(AtomicBool::new(true));
     let server = config.server.clone();
-    let gateway = Gateway::new(config);
+    let gateway = Gateway::new(config, metrics.clone());
     let stack = ServiceBuilder::new()
         .concurrency_limit(server.max_concurrent_requests)
         .service(gateway);
@@ -77,7 +89,7 @@ pub fn start_on(config: Config, data: TcpListener, admin: TcpListener) -> std::i
         .timer(TokioTimer::new())
         .header_read_timeout(server.header_read_timeout)
         .keep_alive(true);
-    let admin_task = tokio::spawn(serve_admin(admin, ready.clone(), stopped.clone()));
+    let admin_task = tokio::spawn(serve_admin(admin, ready.clone(), metrics, stopped.clone()));
     let task = tokio::spawn(async move {
         serve_data(data, builder, stack, stopped, server.shutdown_grace, ready).await;
         let _ = admin_task.await;
@@ -140,6 +152,7 @@ async fn serve_data<S>(
 async fn serve_admin(
     listener: TcpListener,
     ready: Arc<AtomicBool>,
+    metrics: Metrics,
     mut stopped: watch::Receiver<bool>,
 ) {
     let graceful = GracefulShutdown::new();
@@ -152,9 +165,11 @@ async fn serve_admin(
             accepted = listener.accept() => {
                 let Ok((stream, _)) = accepted else { continue };
                 let ready = ready.clone();
+                let metrics = metrics.clone();
                 let svc = service_fn(move |req| {
                     let ready = ready.clone();
-                    async move { Ok::<_, Infallible>(admin(&req, &ready)) }
+                    let metrics = metrics.clone();
+                    async move { Ok::<_, Infallible>(admin(&req, &ready, &metrics)) }
                 });
                 let conn = graceful.watch(builder.serve_connection(TokioIo::new(stream), svc));
                 tokio::spawn(async move {
@@ -167,7 +182,15 @@ async fn serve_admin(
     let _ = tokio::time::timeout(Duration::from_secs(1), graceful.shutdown()).await;
 }
 
-fn admin(req: &Request<Incoming>, ready: &AtomicBool) -> Response<Body> {
+fn admin(req: &Request<Incoming>, ready: &AtomicBool, metrics: &Metrics) -> Response<Body> {
+    if req.uri().path() == "/metrics" {
+        let mut resp = Response::new(full(metrics.encode()));
+        resp.headers_mut().insert(
+            header::CONTENT_TYPE,
+            header::HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"),
+        );
+        return resp;
+    }
     let (status, body): (StatusCode, Bytes) = match req.uri().path() {
         "/healthz" => (StatusCode::OK, Bytes::from_static(b"{\"status\":\"ok\"}")),
         "/readyz" if ready.load(Ordering::SeqCst) => (

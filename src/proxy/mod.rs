@@ -8,6 +8,7 @@ pub mod encoding;
 pub mod error;
 pub mod headers;
 pub mod infer;
+pub mod observe;
 pub mod passthrough;
 pub mod path;
 pub mod upstream;
@@ -23,8 +24,10 @@ use http::{Method, Request, Response};
 use hyper::body::Incoming;
 
 use crate::config::{Config, Route};
+use crate::metrics::Metrics;
 use body::Body;
 use error::GatewayError;
+use observe::{Observation, Start, ensure_request_id};
 use path::V2Path;
 use upstream::Upstream;
 
@@ -33,6 +36,7 @@ use upstream::Upstream;
 pub struct Shared {
     pub config: Config,
     pub upstreams: BTreeMap<String, Upstream>,
+    pub metrics: Metrics,
 }
 
 /// The gateway service. Cheap to clone.
@@ -42,14 +46,18 @@ pub struct Gateway {
 }
 
 impl Gateway {
-    pub fn new(config: Config) -> Gateway {
+    pub fn new(config: Config, metrics: Metrics) -> Gateway {
         let upstreams = config
             .backends
             .iter()
             .map(|(name, b)| (name.clone(), Upstream::new(b.clone())))
             .collect();
         Gateway {
-            shared: Arc::new(Shared { config, upstreams }),
+            shared: Arc::new(Shared {
+                config,
+                upstreams,
+                metrics,
+            }),
         }
     }
 
@@ -57,45 +65,76 @@ impl Gateway {
         &self.shared.config
     }
 
-    /// Serves one request; every error becomes its response here.
-    pub async fn handle(&self, req: Request<Incoming>) -> Response<Body> {
-        match self.dispatch(req).await {
-            Ok(resp) => resp,
+    /// Serves one request; every error becomes its response here, and every
+    /// exchange is observed.
+    pub async fn handle(&self, mut req: Request<Incoming>) -> Response<Body> {
+        let request_id = ensure_request_id(req.headers_mut());
+        let path = V2Path::parse(req.uri().path());
+        let route = self.select(&path, req.uri().path());
+        let (route_name, backend) = match &route {
+            Ok(r) => (r.name.as_str(), Some(r.backend.name.as_str())),
+            Err(_) => ("_none", None),
+        };
+        let obs = Observation::start(Start {
+            metrics: &self.shared.metrics,
+            route: route_name,
+            backend,
+            kind: "v2",
+            request_id,
+            method: req.method().clone(),
+            path: req.uri().path(),
+            model: path.model(),
+        });
+        let result = match route {
+            Ok(route) => self.serve(route, &path, req, &obs).await,
+            Err(e) => Err(e),
+        };
+        let resp = match result {
+            Ok(resp) => {
+                obs.backend_status(resp.status());
+                resp
+            }
             Err(e) => {
+                let rules = self.select(&path, "").ok().map(|r| &r.rules);
+                obs.error(&e, rules);
                 tracing::debug!(error = %e, status = e.status().as_u16(), "request failed");
                 e.into_response()
             }
-        }
+        };
+        obs.finish(resp)
     }
 
-    fn upstream(&self, route: &Route) -> &Upstream {
-        // Every route's backend exists: configuration checked it.
-        &self.shared.upstreams[&route.backend.name]
-    }
-
-    async fn dispatch(&self, req: Request<Incoming>) -> Result<Response<Body>, GatewayError> {
+    fn select(&self, path: &V2Path, raw: &str) -> Result<&Arc<Route>, GatewayError> {
         let config = &self.shared.config;
-        let path = V2Path::parse(req.uri().path());
-        let route = match &path {
+        match path {
             V2Path::Model { name, .. } => {
                 config
                     .route_for_model(name)
                     .ok_or_else(|| GatewayError::NoRoute {
                         model: name.clone(),
-                    })?
+                    })
             }
             V2Path::Other => config
                 .default_route()
                 .ok_or_else(|| GatewayError::NotFound {
-                    path: req.uri().path().to_owned(),
-                })?,
-        };
-        let upstream = self.upstream(route);
-        if path.is_infer() && req.method() == Method::POST {
-            let mut stats = infer::InferStats::default();
-            return infer::handle(&config.server, route, upstream, req, &mut stats).await;
+                    path: raw.to_owned(),
+                }),
         }
-        passthrough::forward(upstream, req, route.limits.max_body_bytes).await
+    }
+
+    async fn serve(
+        &self,
+        route: &Route,
+        path: &V2Path,
+        req: Request<Incoming>,
+        obs: &Observation,
+    ) -> Result<Response<Body>, GatewayError> {
+        // Every route's backend exists: configuration checked it.
+        let upstream = &self.shared.upstreams[&route.backend.name];
+        if path.is_infer() && req.method() == Method::POST {
+            return infer::handle(&self.shared.config.server, route, upstream, req, obs).await;
+        }
+        passthrough::forward(upstream, req, route.limits.max_body_bytes, obs).await
     }
 }
 

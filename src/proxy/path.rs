@@ -41,6 +41,14 @@ impl V2Path {
         }
     }
 
+    /// The model named, if any.
+    pub fn model(&self) -> Option<&str> {
+        match self {
+            V2Path::Model { name, .. } => Some(name),
+            V2Path::Other => None,
+        }
+    }
+
     pub fn is_infer(&self) -> bool {
         matches!(self, V2Path::Model { action: Some(a), .. } if a == "infer")
     }

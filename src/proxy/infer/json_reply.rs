@@ -13,6 +13,7 @@ use crate::codec::v2::framing::{ChunkSplitter, Piece};
 use crate::codec::v2::json_write::{DocWriter, TensorForm, ValueWriter};
 use crate::codec::v2::{Document, EntryData};
 use crate::proxy::body::BoxError;
+use crate::proxy::observe::{Metered, Observation};
 
 /// Why a streamed reply was cut off.
 #[derive(Debug, thiserror::Error)]
@@ -28,7 +29,10 @@ pub enum StreamError {
 /// Streams a binary V2 response as all-JSON.
 #[derive(Debug)]
 pub struct JsonReplyBody {
-    upstream: Incoming,
+    upstream: Metered<Incoming>,
+    obs: Observation,
+    /// Time spent converting, reported when the reply ends.
+    busy: std::time::Duration,
     doc: Document,
     writer: DocWriter,
     splitter: ChunkSplitter,
@@ -44,10 +48,17 @@ pub struct JsonReplyBody {
 }
 
 impl JsonReplyBody {
-    pub fn new(upstream: Incoming, doc: Document, after_header: Bytes) -> Self {
+    pub fn new(
+        upstream: Metered<Incoming>,
+        doc: Document,
+        after_header: Bytes,
+        obs: Observation,
+    ) -> Self {
         let splitter = ChunkSplitter::new(doc.binary_sizes().collect());
         JsonReplyBody {
             upstream,
+            obs,
+            busy: std::time::Duration::ZERO,
             doc,
             writer: DocWriter::new(),
             splitter,
@@ -90,6 +101,13 @@ impl JsonReplyBody {
     }
 
     fn process(&mut self, data: Bytes) -> Result<(), StreamError> {
+        let started = std::time::Instant::now();
+        let result = self.process_inner(data);
+        self.busy += started.elapsed();
+        result
+    }
+
+    fn process_inner(&mut self, data: Bytes) -> Result<(), StreamError> {
         self.splitter
             .push(data, &mut self.pieces)
             .map_err(|e| StreamError::Framing(e.to_string()))?;
@@ -142,6 +160,7 @@ impl JsonReplyBody {
         self.drain_pieces()?;
         self.inline_until(self.doc.tensors.len())?;
         self.writer.close(&self.doc, &mut self.out);
+        self.obs.translation("response", self.busy);
         Ok(())
     }
 

@@ -23,6 +23,7 @@ use super::client_body::ClientBody;
 use super::encoding::{Coding, negotiate, request_coding};
 use super::error::GatewayError;
 use super::headers::{strip_body_headers, strip_hop_by_hop};
+use super::observe::Observation;
 use super::upstream::Upstream;
 use crate::codec::v2::framing::{self, IHCL_HEADER};
 use crate::config::{Route, ServerConfig};
@@ -58,24 +59,12 @@ fn client_framing(route: &Route, headers: &http::HeaderMap) -> Result<Framing, G
     }
 }
 
-/// What happened, for metrics and the access log.
-#[derive(Debug, Default)]
-pub struct InferStats {
-    pub json_elements_in: u64,
-    pub json_elements_out: u64,
-    pub translate_request: std::time::Duration,
-    pub translate_response: std::time::Duration,
-    pub client_bytes_in: u64,
-    pub backend_bytes_out: u64,
-    pub upstream_first_byte: Option<std::time::Duration>,
-}
-
 pub async fn handle(
     server: &ServerConfig,
     route: &Route,
     upstream: &Upstream,
     req: Request<Incoming>,
-    stats: &mut InferStats,
+    obs: &Observation,
 ) -> Result<Response<Body>, GatewayError> {
     let (parts, body) = req.into_parts();
     let limits = &route.limits;
@@ -114,7 +103,7 @@ pub async fn handle(
         }
         Framing::Raw => {
             let raw = body.collect(None).await?;
-            stats.client_bytes_in = body.wire_bytes();
+            obs.client_in(body.wire_bytes());
             route
                 .rules
                 .check_raw(raw.len() as u64)
@@ -134,15 +123,15 @@ pub async fn handle(
                 backend_body,
                 &OutputPrefs::all_binary(),
                 ClientFraming::Raw,
-                stats,
+                obs,
             )
             .await;
         }
     };
-    stats.client_bytes_in = body.wire_bytes();
-    stats.json_elements_in = parsed.json_elements;
+    obs.client_in(body.wire_bytes());
+    obs.elements("request", parsed.element_count());
     let backend_body = build::build(&route.name, &parsed, route.backend_format)?;
-    stats.translate_request = started.elapsed();
+    obs.translation("request", started.elapsed());
     drop::<ParsedRequest>(parsed);
     forward(
         upstream,
@@ -151,7 +140,7 @@ pub async fn handle(
         backend_body,
         &prefs,
         client_framing,
-        stats,
+        obs,
     )
     .await
 }
@@ -163,7 +152,7 @@ async fn forward(
     body: build::BackendBody,
     prefs: &OutputPrefs,
     framing: ClientFraming,
-    stats: &mut InferStats,
+    obs: &Observation,
 ) -> Result<Response<Body>, GatewayError> {
     let path = client.uri.path_and_query().map_or("/", |p| p.as_str());
     let mut req = Request::new(ChunksBody::new(body.chunks.iter().cloned()).boxed());
@@ -185,10 +174,10 @@ async fn forward(
         headers.insert(IHCL_HEADER, HeaderValue::from(n));
     }
     *req.headers_mut() = headers;
-    stats.backend_bytes_out = body.len();
+    obs.backend_out(body.len());
     let sent = Instant::now();
     let resp = upstream.send(req).await?;
-    stats.upstream_first_byte = Some(sent.elapsed());
+    obs.upstream_first_byte(sent.elapsed());
     let plan = ReplyPlan {
         route,
         upstream,
@@ -196,9 +185,8 @@ async fn forward(
         coding: negotiate(&client.headers),
         framing,
         deadline: sent + upstream.backend.request_timeout,
+        obs,
+        sent,
     };
-    let (resp, reply_stats) = reply(&plan, resp).await?;
-    stats.json_elements_out = reply_stats.json_elements;
-    stats.translate_response = reply_stats.translation;
-    Ok(resp)
+    reply(&plan, resp).await
 }

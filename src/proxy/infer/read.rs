@@ -41,14 +41,23 @@ impl TensorBytes {
     }
 }
 
+impl ParsedRequest {
+    /// Elements in every tensor of the request.
+    pub fn element_count(&self) -> u64 {
+        self.doc
+            .tensors
+            .iter()
+            .map(|t| t.shape.element_count().unwrap_or(0))
+            .sum()
+    }
+}
+
 /// A client request, parsed and checked.
 #[derive(Debug)]
 pub struct ParsedRequest {
     pub doc: Document,
     /// Per tensor of `doc`, in order.
     pub data: Vec<TensorBytes>,
-    /// Elements converted from JSON.
-    pub json_elements: u64,
 }
 
 pub fn doc_limits(route: &Route) -> DocLimits {
@@ -114,15 +123,11 @@ pub async fn read_json(
     }
     let doc = parser.finish().map_err(bad_doc(route))?;
     check_document(route, &doc)?;
-    let mut json_elements = 0;
     let data = doc
         .tensors
         .iter()
         .map(|t| match &t.data {
-            EntryData::Json { data, elements } => {
-                json_elements += elements;
-                Ok(TensorBytes::Pieces(vec![data.clone()]))
-            }
+            EntryData::Json { data, .. } => Ok(TensorBytes::Pieces(vec![data.clone()])),
             EntryData::SharedMemory => Ok(TensorBytes::SharedMemory),
             EntryData::Binary { .. } => Err(GatewayError::BadFraming {
                 route: route.name.clone(),
@@ -133,11 +138,7 @@ pub async fn read_json(
             }),
         })
         .collect::<Result<Vec<_>, _>>()?;
-    Ok(ParsedRequest {
-        doc,
-        data,
-        json_elements,
-    })
+    Ok(ParsedRequest { doc, data })
 }
 
 /// A binary-extension body whose JSON header is `header_len` bytes.
@@ -201,14 +202,6 @@ pub async fn read_binary(
             EntryData::SharedMemory => TensorBytes::SharedMemory,
         })
         .collect();
-    let json_elements = doc
-        .tensors
-        .iter()
-        .map(|t| match t.data {
-            EntryData::Json { elements, .. } => elements,
-            _ => 0,
-        })
-        .sum();
     let mut splitter = ChunkSplitter::new(sizes);
     let mut pieces: Vec<Piece> = Vec::new();
     let framing = |source| GatewayError::BadFraming {
@@ -256,9 +249,5 @@ pub async fn read_binary(
             *bytes = TensorBytes::Pieces(vec![joined]);
         }
     }
-    Ok(ParsedRequest {
-        doc,
-        data,
-        json_elements,
-    })
+    Ok(ParsedRequest { doc, data })
 }

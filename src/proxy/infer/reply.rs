@@ -25,11 +25,12 @@ use crate::codec::v2::framing::{self, ChunkSplitter, FramingError, HeaderReader,
 use crate::codec::v2::json_write::{DocWriter, TensorForm, ValueWriter};
 use crate::codec::v2::{DocKind, DocParser, Document, EntryData};
 use crate::config::Route;
-use crate::proxy::body::{Body, BoxError, ChunksBody, PrefixedBody, full};
+use crate::proxy::body::{Body, ChunksBody, PrefixedBody, full};
 use crate::proxy::client_body::concat;
 use crate::proxy::encoding::{Coding, CompressBody, compress};
 use crate::proxy::error::GatewayError;
 use crate::proxy::headers::{strip_body_headers, strip_hop_by_hop};
+use crate::proxy::observe::{Metered, Observation};
 use crate::proxy::upstream::Upstream;
 use crate::rules::Side;
 use crate::tensor::DataType;
@@ -57,26 +58,23 @@ pub struct ReplyPlan<'a> {
     pub framing: ClientFraming,
     /// Until when the backend may take to deliver what must be buffered.
     pub deadline: Instant,
+    pub obs: &'a Observation,
+    /// When the request went to the backend.
+    pub sent: Instant,
 }
 
-/// Facts about the reply, for metrics and logs.
-#[derive(Debug, Default)]
-pub struct ReplyStats {
-    /// Elements written as JSON (when known before streaming ends).
-    pub json_elements: u64,
-    /// Time spent converting while assembling.
-    pub translation: std::time::Duration,
-}
+/// The backend's body, counted as it is read.
+type UpstreamBody = Metered<Incoming>;
 
 pub async fn reply(
     plan: &ReplyPlan<'_>,
     resp: Response<Incoming>,
-) -> Result<(Response<Body>, ReplyStats), GatewayError> {
+) -> Result<Response<Body>, GatewayError> {
     let (mut parts, body) = resp.into_parts();
+    let body = plan.obs.backend_body(body, plan.sent);
     strip_hop_by_hop(&mut parts.headers);
     if !parts.status.is_success() || plan.framing == ClientFraming::Raw {
-        let body = body.map_err(|e| Box::new(e) as BoxError).boxed_unsync();
-        return Ok((Response::from_parts(parts, body), ReplyStats::default()));
+        return Ok(Response::from_parts(parts, body.boxed_unsync()));
     }
     let header_len = backend_header_len(plan, &parts.headers)?;
     let mut body = BackendBody {
@@ -89,10 +87,7 @@ pub async fn reply(
         None => {
             if !plan.prefs.any_binary() {
                 // JSON in, JSON wanted: pass through (compressing if asked).
-                return Ok((
-                    passthrough_json(plan, parts, body.inner),
-                    ReplyStats::default(),
-                ));
+                return Ok(passthrough_json(plan, parts, body.inner));
             }
             let all = body
                 .collect(
@@ -118,22 +113,23 @@ pub async fn reply(
         .zip(&wants)
         .all(|(t, &w)| w && !matches!(t.data, EntryData::Json { .. }));
     if header_len.is_some() && all_binary_already && plan.framing == ClientFraming::Standard {
-        return Ok((
-            passthrough_binary(plan, parts, header, body, after),
-            ReplyStats::default(),
-        ));
+        return Ok(passthrough_binary(plan, parts, header, body, after));
     }
+    plan.obs.elements(
+        "response",
+        doc.tensors
+            .iter()
+            .map(|t| t.shape.element_count().unwrap_or(0))
+            .sum(),
+    );
     let no_binary = !wants.iter().any(|&w| w);
     let needs_check = doc
         .tensors
         .iter()
         .any(|t| t.datatype == DataType::Bytes && matches!(t.data, EntryData::Binary { .. }));
     if no_binary && !needs_check {
-        let stream = JsonReplyBody::new(body.inner, doc, after);
-        return Ok((
-            json_response(plan, parts.status, parts.headers, stream),
-            ReplyStats::default(),
-        ));
+        let stream = JsonReplyBody::new(body.inner, doc, after, plan.obs.clone());
+        return Ok(json_response(plan, parts.status, parts.headers, stream));
     }
     assemble(plan, parts.status, parts.headers, doc, body, after, &wants).await
 }
@@ -168,7 +164,7 @@ impl ReplyPlan<'_> {
 
 /// The backend's body, read against the deadline.
 struct BackendBody<'a> {
-    inner: Incoming,
+    inner: UpstreamBody,
     upstream: &'a Upstream,
     deadline: Instant,
 }
@@ -182,7 +178,7 @@ impl BackendBody<'_> {
                 .map_err(|_| self.upstream.timeout(self.upstream.backend.request_timeout))?;
             match frame {
                 None => return Ok(None),
-                Some(Err(e)) => return Err(self.upstream.body_error(&e)),
+                Some(Err(e)) => return Err(self.upstream.body_error(&*e)),
                 Some(Ok(f)) => {
                     if let Ok(data) = f.into_data() {
                         return Ok(Some(data));
@@ -254,9 +250,9 @@ fn check_outputs(plan: &ReplyPlan<'_>, doc: &Document) -> Result<(), GatewayErro
 fn passthrough_json(
     plan: &ReplyPlan<'_>,
     mut parts: http::response::Parts,
-    body: Incoming,
+    body: UpstreamBody,
 ) -> Response<Body> {
-    let body = body.map_err(|e| Box::new(e) as BoxError);
+    let body = body;
     if plan.coding == Coding::Identity || parts.headers.contains_key(header::CONTENT_ENCODING) {
         return Response::from_parts(parts, body.boxed_unsync());
     }
@@ -341,7 +337,7 @@ async fn assemble(
     mut body: BackendBody<'_>,
     after: Bytes,
     wants: &[bool],
-) -> Result<(Response<Body>, ReplyStats), GatewayError> {
+) -> Result<Response<Body>, GatewayError> {
     let limits = &plan.route.limits;
     let sizes: Vec<(usize, u64)> = doc.binary_sizes().collect();
     let total: u64 = sizes.iter().map(|s| s.1).sum();
@@ -381,7 +377,6 @@ async fn assemble(
         data[p.tensor].push(p.data);
     }
     let started = Instant::now();
-    let mut stats = ReplyStats::default();
     let mut header = Vec::with_capacity(256);
     let mut w = DocWriter::new();
     w.open(&doc, &mut header);
@@ -404,12 +399,12 @@ async fn assemble(
             for p in pieces {
                 vw.write(p, &mut header).map_err(not_json)?;
             }
-            stats.json_elements += vw.finish().map_err(not_json)?;
+            vw.finish().map_err(not_json)?;
             w.tensor_close(&mut header);
         }
     }
     w.close(&doc, &mut header);
-    stats.translation = started.elapsed();
+    plan.obs.translation("response", started.elapsed());
 
     strip_body_headers(&mut headers);
     let header_len = header.len() as u64;
@@ -448,5 +443,5 @@ async fn assemble(
     let mut resp = Response::new(body);
     *resp.status_mut() = status;
     *resp.headers_mut() = headers;
-    Ok((resp, stats))
+    Ok(resp)
 }

@@ -1,0 +1,169 @@
+//! Prometheus metrics, registered on a registry the server owns and passed
+//! down to the components that record them (never global statics).
+//!
+//! Label values come from configuration (route, backend, tensor names) or a
+//! fixed set (code, kind, side, direction, phase, rule): request data never
+//! creates a label value, so cardinality is bounded by the configuration.
+
+use prometheus::{
+    Encoder, HistogramOpts, HistogramVec, IntCounterVec, IntGaugeVec, Opts, Registry, TextEncoder,
+};
+
+/// Latency buckets in seconds: from half a millisecond (a cached small
+/// model) to a minute (large generative models), roughly 2.5x apart.
+pub const LATENCY_BUCKETS: &[f64] = &[
+    0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0,
+    60.0,
+];
+
+/// Translation buckets: conversion is sub-millisecond for small tensors and
+/// reaches seconds only for tensors of hundreds of megabytes.
+pub const TRANSLATION_BUCKETS: &[f64] = &[
+    0.00001, 0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25,
+    0.5, 1.0, 2.5,
+];
+
+/// Every metric the gateway exports.
+#[derive(Clone, Debug)]
+pub struct Metrics {
+    registry: Registry,
+    pub requests: IntCounterVec,
+    pub request_duration: HistogramVec,
+    pub upstream_duration: HistogramVec,
+    pub translation_duration: HistogramVec,
+    pub request_bytes: IntCounterVec,
+    pub response_bytes: IntCounterVec,
+    pub tensor_elements: IntCounterVec,
+    pub rule_violations: IntCounterVec,
+    pub upstream_errors: IntCounterVec,
+    pub in_flight: IntGaugeVec,
+}
+
+fn counter(
+    r: &Registry,
+    name: &str,
+    help: &str,
+    labels: &[&str],
+) -> prometheus::Result<IntCounterVec> {
+    let c = IntCounterVec::new(Opts::new(name, help), labels)?;
+    r.register(Box::new(c.clone()))?;
+    Ok(c)
+}
+
+fn histogram(
+    r: &Registry,
+    name: &str,
+    help: &str,
+    labels: &[&str],
+    buckets: &[f64],
+) -> prometheus::Result<HistogramVec> {
+    let h = HistogramVec::new(
+        HistogramOpts::new(name, help).buckets(buckets.to_vec()),
+        labels,
+    )?;
+    r.register(Box::new(h.clone()))?;
+    Ok(h)
+}
+
+impl Metrics {
+    /// Registers every metric (and the process collector) on `registry`.
+    pub fn register(registry: &Registry) -> prometheus::Result<Metrics> {
+        let r = registry;
+        let build_info = IntGaugeVec::new(
+            Opts::new(
+                "tensorgate_build_info",
+                "Build information; the value is always 1.",
+            ),
+            &["version"],
+        )?;
+        r.register(Box::new(build_info.clone()))?;
+        build_info
+            .with_label_values(&[env!("CARGO_PKG_VERSION")])
+            .set(1);
+        #[cfg(target_os = "linux")]
+        r.register(Box::new(
+            prometheus::process_collector::ProcessCollector::for_self(),
+        ))?;
+        let in_flight = IntGaugeVec::new(
+            Opts::new(
+                "tensorgate_in_flight_requests",
+                "Requests being served, by route.",
+            ),
+            &["route"],
+        )?;
+        r.register(Box::new(in_flight.clone()))?;
+        Ok(Metrics {
+            registry: registry.clone(),
+            requests: counter(
+                r,
+                "tensorgate_requests_total",
+                "Requests served, by route, kind and HTTP status code.",
+                &["route", "kind", "code"],
+            )?,
+            request_duration: histogram(
+                r,
+                "tensorgate_request_duration_seconds",
+                "Time from request start to the last byte of the reply, as the client sees it.",
+                &["route", "kind"],
+                LATENCY_BUCKETS,
+            )?,
+            upstream_duration: histogram(
+                r,
+                "tensorgate_upstream_duration_seconds",
+                "Backend latency: phase=first_byte until the response head, phase=total until its last byte.",
+                &["route", "backend", "phase"],
+                LATENCY_BUCKETS,
+            )?,
+            translation_duration: histogram(
+                r,
+                "tensorgate_translation_duration_seconds",
+                "Time spent converting tensor payloads, by direction (request or response).",
+                &["route", "direction"],
+                TRANSLATION_BUCKETS,
+            )?,
+            request_bytes: counter(
+                r,
+                "tensorgate_request_bytes_total",
+                "Request body bytes: side=client as received, side=backend as sent.",
+                &["route", "side"],
+            )?,
+            response_bytes: counter(
+                r,
+                "tensorgate_response_bytes_total",
+                "Response body bytes: side=backend as received, side=client as sent.",
+                &["route", "side"],
+            )?,
+            tensor_elements: counter(
+                r,
+                "tensorgate_tensor_elements_total",
+                "Tensor elements in translated payloads, by direction (request or response).",
+                &["route", "direction"],
+            )?,
+            rule_violations: counter(
+                r,
+                "tensorgate_rule_violations_total",
+                "Requests refused by a tensor rule or limit, by route, tensor (as configured) and rule.",
+                &["route", "tensor", "rule"],
+            )?,
+            upstream_errors: counter(
+                r,
+                "tensorgate_upstream_errors_total",
+                "Failed backend exchanges: kind=refused, timeout, reset, invalid or 5xx.",
+                &["backend", "kind"],
+            )?,
+            in_flight,
+        })
+    }
+
+    /// A fresh registry with every metric registered.
+    pub fn new() -> prometheus::Result<Metrics> {
+        Metrics::register(&Registry::new())
+    }
+
+    /// The Prometheus text exposition of every registered metric.
+    pub fn encode(&self) -> Vec<u8> {
+        let mut out = Vec::new();
+        let _ = TextEncoder::new().encode(&self.registry.gather(), &mut out);
+        out
+    }
+}

@@ -1,0 +1,423 @@
+//! Per-request observation: metrics recorded as the exchange progresses, and
+//! one access-log event when the client has received the last byte (or gone
+//! away).
+
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use http::{HeaderMap, HeaderValue, Method, Response};
+use http_body::Frame;
+use http_body_util::BodyExt;
+
+use super::body::{Body, BoxError};
+use super::error::GatewayError;
+use crate::codec::v2::DocError;
+use crate::metrics::Metrics;
+use crate::rules::RouteRules;
+
+/// The request id header, taken from the client or generated.
+pub const REQUEST_ID: &str = "x-request-id";
+
+/// Returns the client's request id, or sets a new one.
+pub fn ensure_request_id(headers: &mut HeaderMap) -> HeaderValue {
+    if let Some(v) = headers.get(REQUEST_ID)
+        && !v.is_empty()
+        && v.len() <= 200
+    {
+        return v.clone();
+    }
+    let id = HeaderValue::from_str(&new_request_id()).unwrap_or(HeaderValue::from_static("0"));
+    headers.insert(REQUEST_ID, id.clone());
+    id
+}
+
+/// 32 hex digits, unique per process run: time, a counter and the pid mixed
+/// through SipHash with a per-process random key.
+fn new_request_id() -> String {
+    use std::hash::{BuildHasher, Hasher};
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    static KEYS: std::sync::OnceLock<std::collections::hash_map::RandomState> =
+        std::sync::OnceLock::new();
+    let keys = KEYS.get_or_init(std::collections::hash_map::RandomState::new);
+    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64);
+    let mut a = keys.build_hasher();
+    a.write_u64(n);
+    a.write_u64(nanos);
+    let mut b = keys.build_hasher();
+    b.write_u64(a.finish());
+    b.write_u32(std::process::id());
+    format!("{:016x}{:016x}", a.finish(), b.finish())
+}
+
+#[derive(Debug, Default)]
+struct Totals {
+    client_in: AtomicU64,
+    backend_out: AtomicU64,
+    backend_in: AtomicU64,
+    client_out: AtomicU64,
+    first_byte_us: AtomicU64,
+    upstream_total_us: AtomicU64,
+}
+
+#[derive(Debug)]
+struct Inner {
+    metrics: Metrics,
+    route: String,
+    backend: Option<String>,
+    kind: &'static str,
+    started: Instant,
+    request_id: HeaderValue,
+    method: Method,
+    path: String,
+    model: Option<String>,
+    totals: Totals,
+}
+
+/// Records one exchange. Cheap to clone.
+#[derive(Clone, Debug)]
+pub struct Observation {
+    inner: Arc<Inner>,
+}
+
+/// What [`Observation::start`] needs to know.
+#[derive(Debug)]
+pub struct Start<'a> {
+    pub metrics: &'a Metrics,
+    pub route: &'a str,
+    pub backend: Option<&'a str>,
+    pub kind: &'static str,
+    pub request_id: HeaderValue,
+    pub method: Method,
+    pub path: &'a str,
+    pub model: Option<&'a str>,
+}
+
+impl Observation {
+    pub fn start(s: Start<'_>) -> Observation {
+        s.metrics.in_flight.with_label_values(&[s.route]).inc();
+        Observation {
+            inner: Arc::new(Inner {
+                metrics: s.metrics.clone(),
+                route: s.route.to_owned(),
+                backend: s.backend.map(str::to_owned),
+                kind: s.kind,
+                started: Instant::now(),
+                request_id: s.request_id,
+                method: s.method,
+                path: s.path.to_owned(),
+                model: s.model.map(str::to_owned),
+                totals: Totals::default(),
+            }),
+        }
+    }
+
+    fn route(&self) -> &str {
+        &self.inner.route
+    }
+
+    pub fn request_id(&self) -> &HeaderValue {
+        &self.inner.request_id
+    }
+
+    pub fn client_in(&self, n: u64) {
+        self.inner.totals.client_in.fetch_add(n, Ordering::Relaxed);
+        self.inner
+            .metrics
+            .request_bytes
+            .with_label_values(&[self.route(), "client"])
+            .inc_by(n);
+    }
+
+    pub fn backend_out(&self, n: u64) {
+        self.inner
+            .totals
+            .backend_out
+            .fetch_add(n, Ordering::Relaxed);
+        self.inner
+            .metrics
+            .request_bytes
+            .with_label_values(&[self.route(), "backend"])
+            .inc_by(n);
+    }
+
+    fn backend_in(&self, n: u64) {
+        self.inner.totals.backend_in.fetch_add(n, Ordering::Relaxed);
+        self.inner
+            .metrics
+            .response_bytes
+            .with_label_values(&[self.route(), "backend"])
+            .inc_by(n);
+    }
+
+    fn client_out(&self, n: u64) {
+        self.inner.totals.client_out.fetch_add(n, Ordering::Relaxed);
+        self.inner
+            .metrics
+            .response_bytes
+            .with_label_values(&[self.route(), "client"])
+            .inc_by(n);
+    }
+
+    /// Elements of translated tensors; direction `request` or `response`.
+    pub fn elements(&self, direction: &'static str, n: u64) {
+        if n > 0 {
+            self.inner
+                .metrics
+                .tensor_elements
+                .with_label_values(&[self.route(), direction])
+                .inc_by(n);
+        }
+    }
+
+    pub fn translation(&self, direction: &'static str, d: Duration) {
+        self.inner
+            .metrics
+            .translation_duration
+            .with_label_values(&[self.route(), direction])
+            .observe(d.as_secs_f64());
+    }
+
+    pub fn upstream_first_byte(&self, d: Duration) {
+        self.inner
+            .totals
+            .first_byte_us
+            .store(d.as_micros() as u64, Ordering::Relaxed);
+        if let Some(b) = &self.inner.backend {
+            self.inner
+                .metrics
+                .upstream_duration
+                .with_label_values(&[self.route(), b, "first_byte"])
+                .observe(d.as_secs_f64());
+        }
+    }
+
+    fn upstream_total(&self, d: Duration) {
+        self.inner
+            .totals
+            .upstream_total_us
+            .store(d.as_micros() as u64, Ordering::Relaxed);
+        if let Some(b) = &self.inner.backend {
+            self.inner
+                .metrics
+                .upstream_duration
+                .with_label_values(&[self.route(), b, "total"])
+                .observe(d.as_secs_f64());
+        }
+    }
+
+    /// A backend answered with a server error.
+    pub fn backend_status(&self, status: http::StatusCode) {
+        if status.is_server_error()
+            && let Some(b) = &self.inner.backend
+        {
+            self.inner
+                .metrics
+                .upstream_errors
+                .with_label_values(&[b, "5xx"])
+                .inc();
+        }
+    }
+
+    /// Counts what an error says about rules and backends.
+    pub fn error(&self, e: &GatewayError, rules: Option<&RouteRules>) {
+        let m = &self.inner.metrics;
+        if let (Some(kind), Some(b)) = (e.upstream_kind(), &self.inner.backend) {
+            m.upstream_errors.with_label_values(&[b, kind]).inc();
+        }
+        let configured = |name: &str| -> String {
+            match rules {
+                Some(r) if r.inputs.contains_key(name) || r.outputs.contains_key(name) => {
+                    name.to_owned()
+                }
+                _ => "_unknown".to_owned(),
+            }
+        };
+        let (tensor, rule) = match e {
+            GatewayError::Rule { violation, .. } => match rules {
+                Some(r) => (violation.tensor_label(r).to_owned(), violation.rule_label()),
+                None => ("_unknown".to_owned(), violation.rule_label()),
+            },
+            GatewayError::BodyTooLarge { .. } | GatewayError::HeaderTooLarge { .. } => {
+                ("_request".to_owned(), "limit")
+            }
+            GatewayError::BadDocument { source, .. } => match source {
+                DocError::TooManyDims { subject, .. }
+                | DocError::TooManyElements { subject, .. } => {
+                    (configured(subject.name.as_deref().unwrap_or("")), "limit")
+                }
+                _ => return,
+            },
+            _ => return,
+        };
+        m.rule_violations
+            .with_label_values(&[self.route(), &tensor, rule])
+            .inc();
+    }
+
+    /// Wraps the backend's response body so its bytes and end are counted.
+    pub fn backend_body<B>(&self, body: B, sent: Instant) -> Metered<B> {
+        Metered {
+            inner: body,
+            obs: self.clone(),
+            side: Side::Backend { sent },
+            done: false,
+            exact_done: false,
+        }
+    }
+
+    /// Wraps a client request body that is forwarded as is (passthrough).
+    pub fn forwarded_request<B>(&self, body: B) -> Metered<B> {
+        Metered {
+            inner: body,
+            obs: self.clone(),
+            side: Side::Forwarded,
+            done: false,
+            exact_done: false,
+        }
+    }
+
+    /// Wraps the reply: counts what the client receives and, when the body
+    /// ends or is dropped, records the request and writes the access log.
+    pub fn finish(self, resp: Response<Body>) -> Response<Body> {
+        let (mut parts, body) = resp.into_parts();
+        parts
+            .headers
+            .insert(REQUEST_ID, self.inner.request_id.clone());
+        let status = parts.status.as_u16();
+        let body = Metered {
+            inner: body,
+            obs: self,
+            side: Side::Client { status },
+            done: false,
+            exact_done: false,
+        };
+        Response::from_parts(parts, body.boxed_unsync())
+    }
+
+    fn complete(&self, status: u16, completed: bool) {
+        let i = &self.inner;
+        let m = &i.metrics;
+        let elapsed = i.started.elapsed();
+        m.in_flight.with_label_values(&[&i.route]).dec();
+        let code = status.to_string();
+        m.requests
+            .with_label_values(&[&i.route, i.kind, &code])
+            .inc();
+        m.request_duration
+            .with_label_values(&[&i.route, i.kind])
+            .observe(elapsed.as_secs_f64());
+        let t = &i.totals;
+        tracing::info!(
+            target: "tensorgate::access",
+            request_id = i.request_id.to_str().unwrap_or(""),
+            method = %i.method,
+            path = %i.path,
+            route = %i.route,
+            model = i.model.as_deref().unwrap_or(""),
+            status,
+            completed,
+            client_bytes_in = t.client_in.load(Ordering::Relaxed),
+            backend_bytes_out = t.backend_out.load(Ordering::Relaxed),
+            backend_bytes_in = t.backend_in.load(Ordering::Relaxed),
+            client_bytes_out = t.client_out.load(Ordering::Relaxed),
+            upstream_first_byte_ms = t.first_byte_us.load(Ordering::Relaxed) as f64 / 1000.0,
+            upstream_total_ms = t.upstream_total_us.load(Ordering::Relaxed) as f64 / 1000.0,
+            duration_ms = elapsed.as_secs_f64() * 1000.0,
+            "request"
+        );
+    }
+}
+
+#[derive(Debug)]
+enum Side {
+    Client { status: u16 },
+    Backend { sent: Instant },
+    Forwarded,
+}
+
+/// A body whose bytes and end are recorded.
+#[derive(Debug)]
+pub struct Metered<B> {
+    inner: B,
+    obs: Observation,
+    side: Side,
+    done: bool,
+    /// The inner body said it had ended (exact-length bodies).
+    exact_done: bool,
+}
+
+impl<B> Metered<B> {
+    fn end(&mut self, completed: bool) {
+        if self.done {
+            return;
+        }
+        self.done = true;
+        match self.side {
+            Side::Client { status } => self.obs.complete(status, completed),
+            Side::Backend { sent } => self.obs.upstream_total(sent.elapsed()),
+            Side::Forwarded => {}
+        }
+    }
+}
+
+impl<B> Drop for Metered<B> {
+    fn drop(&mut self) {
+        // hyper stops polling a body whose length is exact once it has it all.
+        let completed = matches!(self.side, Side::Client { .. }) && self.exact_done;
+        self.end(completed);
+    }
+}
+
+impl<B> http_body::Body for Metered<B>
+where
+    B: http_body::Body<Data = Bytes> + Unpin,
+    B::Error: Into<BoxError>,
+{
+    type Data = Bytes;
+    type Error = BoxError;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
+        let polled = Pin::new(&mut self.inner).poll_frame(cx).map_err(Into::into);
+        if matches!(polled, Poll::Ready(Some(Ok(_)))) && self.inner.is_end_stream() {
+            self.exact_done = true;
+        }
+        match &polled {
+            Poll::Ready(Some(Ok(frame))) => {
+                if let Some(data) = frame.data_ref() {
+                    let n = data.len() as u64;
+                    match self.side {
+                        Side::Client { .. } => self.obs.client_out(n),
+                        Side::Backend { .. } => self.obs.backend_in(n),
+                        Side::Forwarded => {
+                            self.obs.client_in(n);
+                            self.obs.backend_out(n);
+                        }
+                    }
+                }
+            }
+            Poll::Ready(None) => self.end(true),
+
+            Poll::Ready(Some(Err(_))) => self.end(false),
+            Poll::Pending => {}
+        }
+        polled
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.inner.size_hint()
+    }
+}
