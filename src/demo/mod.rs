@@ -1,0 +1,142 @@
+//! An embedded KServe / Triton "V2" inference server with three toy models,
+//! so that `tensorgate` runs with no backend and integration tests have a
+//! backend that needs no Python. It behaves like Triton 2.51 as measured in
+//! docs/TRITON-FACTS.md (statuses, error texts, headers and their order,
+//! output selection), over HTTP/1.1 and h2c.
+//!
+//! Requests are read and responses written with the crate's own V2 codecs
+//! ([`crate::codec::v2`]), never by hand. Where the demo differs from
+//! Triton it is on purpose and small: FP16 / BF16 tensors are accepted and
+//! written as JSON numbers; floats are written by the crate's writer
+//! (shortest digits, non-finite values as strings); a BYTES output that is
+//! not UTF-8 is refused as JSON; responses are never compressed; raw
+//! (header-less) requests are refused for every model; `generate` works for
+//! `repeat` only. It must never be exposed as a real model server: it is a
+//! fixture.
+//!
+//! Models (see `models.rs`): `simple` (Triton's example, INT32 sum and
+//! difference), `identity` (any inputs back as `OUTPUT<i>`), `repeat`
+//! (decoupled; `generate` / `generate_stream` server-sent events).
+
+mod checks;
+mod encoding;
+mod error;
+mod generate;
+mod infer;
+mod models;
+mod respond;
+mod routes;
+
+use std::convert::Infallible;
+use std::future::Future;
+use std::io;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use hyper::service::service_fn;
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::server::conn::auto;
+use hyper_util::server::graceful::GracefulShutdown;
+use tokio::net::TcpListener;
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+
+/// How long open connections (a running event stream, say) may finish
+/// after shutdown before they are dropped.
+const DRAIN_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// A demo server running on the current runtime; it stops when dropped.
+#[derive(Debug)]
+pub struct DemoServer {
+    pub addr: SocketAddr,
+    stop: Option<oneshot::Sender<()>>,
+    task: Option<JoinHandle<io::Result<()>>>,
+}
+
+impl DemoServer {
+    /// `http://ADDR`, for building request URLs.
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// Stops accepting, lets open connections finish (up to a few seconds),
+    /// and waits for the server task.
+    pub async fn shutdown(mut self) -> io::Result<()> {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        match self.task.take() {
+            Some(task) => task.await.unwrap_or_else(|e| Err(io::Error::other(e))),
+            None => Ok(()),
+        }
+    }
+}
+
+impl Drop for DemoServer {
+    fn drop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+    }
+}
+
+/// Binds `127.0.0.1:0` and serves on a task of the current runtime.
+pub async fn spawn() -> io::Result<DemoServer> {
+    let listener = TcpListener::bind(("127.0.0.1", 0)).await?;
+    let addr = listener.local_addr()?;
+    let (stop, stopped) = oneshot::channel::<()>();
+    let task = tokio::spawn(serve(listener, async move {
+        let _ = stopped.await;
+    }));
+    Ok(DemoServer {
+        addr,
+        stop: Some(stop),
+        task: Some(task),
+    })
+}
+
+/// Serves HTTP/1.1 and h2c on `listener` until `shutdown` resolves, then
+/// drains open connections for up to [`DRAIN_TIMEOUT`].
+pub async fn serve(
+    listener: TcpListener,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> io::Result<()> {
+    let mut builder = auto::Builder::new(TokioExecutor::new());
+    // Triton sends no Date header.
+    builder.http1().auto_date_header(false);
+    builder.http2().auto_date_header(false);
+    let graceful = GracefulShutdown::new();
+    tokio::pin!(shutdown);
+    loop {
+        let stream = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => stream,
+                Err(e) => {
+                    // Out of file descriptors and the like: wait, retry.
+                    tracing::warn!(error = %e, "demo server: accept failed");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+            () = &mut shutdown => break,
+        };
+        let _ = stream.set_nodelay(true);
+        let service =
+            service_fn(|req| async move { Ok::<_, Infallible>(routes::handle(req).await) });
+        let conn = builder.serve_connection(TokioIo::new(stream), service);
+        let conn = graceful.watch(conn.into_owned());
+        tokio::spawn(async move {
+            if let Err(e) = conn.await {
+                tracing::debug!(error = %e, "demo server: connection ended with an error");
+            }
+        });
+    }
+    drop(listener);
+    tokio::select! {
+        () = graceful.shutdown() => {}
+        () = tokio::time::sleep(DRAIN_TIMEOUT) => {
+            tracing::debug!("demo server: connections still open after the drain timeout");
+        }
+    }
+    Ok(())
+}

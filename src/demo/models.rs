@@ -1,0 +1,294 @@
+//! The demo models and what they compute, on tensors only (no HTTP here).
+//!
+//! - `simple`: Triton's example; INPUT0, INPUT1 INT32 `[-1,16]` (batch <= 8)
+//!   -> OUTPUT0 = INPUT0 + INPUT1, OUTPUT1 = INPUT0 - INPUT1, wrapping.
+//! - `identity`: any number of inputs of any type and shape; input `i`
+//!   comes back as `OUTPUT<i>`, byte for byte.
+//! - `repeat`: decoupled (streaming); served by `generate` /
+//!   `generate_stream` only, see [`super::generate`].
+
+use bytes::Bytes;
+use serde_json::{Value, json};
+
+use super::error::DemoError;
+use crate::tensor::{DataType, Tensor};
+
+/// A named tensor, as inputs and outputs travel.
+pub type Named = (String, Tensor);
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    Simple,
+    Identity,
+    Repeat,
+}
+
+/// One declared input or output (dims without the batch dimension).
+#[derive(Debug)]
+pub struct Io {
+    pub name: &'static str,
+    pub dtype: DataType,
+    pub dims: &'static [i64],
+    pub optional: bool,
+}
+
+const fn io(name: &'static str, dtype: DataType, dims: &'static [i64]) -> Io {
+    Io {
+        name,
+        dtype,
+        dims,
+        optional: false,
+    }
+}
+
+const fn optional(io: Io) -> Io {
+    Io {
+        optional: true,
+        ..io
+    }
+}
+
+#[derive(Debug)]
+pub struct Model {
+    pub name: &'static str,
+    pub kind: Kind,
+    pub max_batch_size: u64,
+    pub inputs: &'static [Io],
+    pub outputs: &'static [Io],
+}
+
+pub static MODELS: [Model; 3] = [
+    Model {
+        name: "simple",
+        kind: Kind::Simple,
+        max_batch_size: 8,
+        inputs: &[
+            io("INPUT0", DataType::I32, &[16]),
+            io("INPUT1", DataType::I32, &[16]),
+        ],
+        outputs: &[
+            io("OUTPUT0", DataType::I32, &[16]),
+            io("OUTPUT1", DataType::I32, &[16]),
+        ],
+    },
+    Model {
+        name: "identity",
+        kind: Kind::Identity,
+        max_batch_size: 0,
+        inputs: &[],
+        outputs: &[],
+    },
+    Model {
+        name: "repeat",
+        kind: Kind::Repeat,
+        max_batch_size: 0,
+        inputs: &[
+            io("text_input", DataType::Bytes, &[1]),
+            optional(io("count", DataType::I32, &[1])),
+            optional(io("delay_ms", DataType::I32, &[1])),
+        ],
+        outputs: &[
+            io("text_output", DataType::Bytes, &[1]),
+            io("index", DataType::I32, &[1]),
+        ],
+    },
+];
+
+pub fn find(name: &str) -> Option<&'static Model> {
+    MODELS.iter().find(|m| m.name == name)
+}
+
+/// Only version "1" of every model exists.
+pub const VERSION: &str = "1";
+
+impl Model {
+    pub fn decoupled(&self) -> bool {
+        self.kind == Kind::Repeat
+    }
+
+    /// Full shape as clients see it: the batch dimension (`-1`) first when
+    /// the model batches.
+    pub fn full_dims(&self, io: &Io) -> Vec<i64> {
+        let batch = (self.max_batch_size > 0).then_some(-1);
+        batch.into_iter().chain(io.dims.iter().copied()).collect()
+    }
+
+    /// `GET /v2/models/{m}`. `identity` accepts anything, so it lists none.
+    pub fn metadata(&self) -> Value {
+        let list = |ios: &[Io]| -> Vec<Value> {
+            ios.iter()
+                .map(|io| json!({"name": io.name, "datatype": io.dtype.v2_name(), "shape": self.full_dims(io)}))
+                .collect()
+        };
+        json!({
+            "name": self.name,
+            "versions": [VERSION],
+            "platform": "tensorgate_demo",
+            "inputs": list(self.inputs),
+            "outputs": list(self.outputs),
+        })
+    }
+
+    /// `GET /v2/models/{m}/config`: the fields of Triton's model config JSON
+    /// that describe the interface.
+    pub fn config(&self) -> Value {
+        let list = |ios: &[Io]| -> Vec<Value> {
+            ios.iter()
+                .map(|io| {
+                    let mut v = json!({"name": io.name, "data_type": config_type(io.dtype), "dims": io.dims});
+                    if io.optional {
+                        v["optional"] = Value::Bool(true);
+                    }
+                    v
+                })
+                .collect()
+        };
+        json!({
+            "name": self.name,
+            "platform": "tensorgate_demo",
+            "max_batch_size": self.max_batch_size,
+            "input": list(self.inputs),
+            "output": list(self.outputs),
+            "model_transaction_policy": {"decoupled": self.decoupled()},
+        })
+    }
+
+    /// Runs an inference. `id` is the request id, for error messages.
+    pub fn run(&self, id: Option<&str>, inputs: Vec<Named>) -> Result<Vec<Named>, DemoError> {
+        super::checks::check_duplicates(id, &inputs)?;
+        match self.kind {
+            Kind::Simple => {
+                self.check_inputs(id, &inputs)?;
+                simple(self, inputs)
+            }
+            Kind::Identity if inputs.is_empty() => Err(DemoError::rejected(
+                id,
+                "model 'identity' needs at least one input",
+            )),
+            Kind::Identity => Ok(inputs
+                .into_iter()
+                .enumerate()
+                .map(|(i, (_, t))| (format!("OUTPUT{i}"), t))
+                .collect()),
+            Kind::Repeat => Err(DemoError::Decoupled),
+        }
+    }
+
+    /// The error for a raw request (no JSON header): Triton deduces the input
+    /// only for single-input models, and no demo model has exactly one.
+    pub fn raw_request_error(&self) -> DemoError {
+        let message = match self.kind {
+            Kind::Identity => format!(
+                "Raw request must only have 1 input to be deduced but model '{}' accepts any number of inputs; send an inference header",
+                self.name
+            ),
+            _ => format!(
+                "Raw request must only have 1 input (found 1) to be deduced but got {} inputs in '{}' model configuration",
+                self.inputs.len(),
+                self.name
+            ),
+        };
+        DemoError::rejected(None, message)
+    }
+}
+
+/// Triton's model-config spelling of a datatype.
+fn config_type(dtype: DataType) -> String {
+    match dtype {
+        DataType::Bytes => "TYPE_STRING".to_owned(),
+        other => format!("TYPE_{}", other.v2_name()),
+    }
+}
+
+/// `simple`: element-wise wrapping sum and difference of two INT32 tensors
+/// already checked to have the same shape.
+fn simple(model: &Model, inputs: Vec<Named>) -> Result<Vec<Named>, DemoError> {
+    let get = |name: &str| inputs.iter().find(|(n, _)| n == name).map(|(_, t)| t);
+    let (Some(a), Some(b)) = (get("INPUT0"), get("INPUT1")) else {
+        return Err(DemoError::Invalid(format!(
+            "model '{}' needs INPUT0 and INPUT1",
+            model.name
+        )));
+    };
+    let mut sum = Vec::with_capacity(a.data.len());
+    let mut diff = Vec::with_capacity(a.data.len());
+    for (x, y) in a.data.chunks_exact(4).zip(b.data.chunks_exact(4)) {
+        let x = i32::from_le_bytes([x[0], x[1], x[2], x[3]]);
+        let y = i32::from_le_bytes([y[0], y[1], y[2], y[3]]);
+        sum.extend_from_slice(&x.wrapping_add(y).to_le_bytes());
+        diff.extend_from_slice(&x.wrapping_sub(y).to_le_bytes());
+    }
+    let out = |name: &str, data: Vec<u8>| -> Result<Named, DemoError> {
+        let t = Tensor::new(DataType::I32, a.shape.clone(), Bytes::from(data))
+            .map_err(|e| DemoError::Invalid(format!("output '{name}': {e}")))?;
+        Ok((name.to_owned(), t))
+    };
+    Ok(vec![out("OUTPUT0", sum)?, out("OUTPUT1", diff)?])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tensor::Shape;
+
+    fn i32s(shape: &[u64], values: &[i32]) -> Tensor {
+        let data: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
+        Tensor::new(DataType::I32, Shape::new(shape.to_vec()), Bytes::from(data)).unwrap()
+    }
+
+    fn values(t: &Tensor) -> Vec<i32> {
+        t.data
+            .chunks_exact(4)
+            .map(|c| i32::from_le_bytes(c.try_into().unwrap()))
+            .collect()
+    }
+
+    fn simple_inputs(a: Tensor, b: Tensor) -> Vec<Named> {
+        vec![("INPUT0".into(), a), ("INPUT1".into(), b)]
+    }
+
+    #[test]
+    fn simple_adds_and_subtracts_wrapping() {
+        let mut a = vec![0; 16];
+        let mut b = vec![1; 16];
+        a[0] = i32::MAX;
+        b[1] = i32::MIN;
+        let out = find("simple")
+            .unwrap()
+            .run(None, simple_inputs(i32s(&[1, 16], &a), i32s(&[1, 16], &b)))
+            .unwrap();
+        assert_eq!(out[0].0, "OUTPUT0");
+        assert_eq!(values(&out[0].1)[..2], [i32::MIN, i32::MIN]);
+        assert_eq!(values(&out[1].1)[..2], [i32::MAX - 1, i32::MIN]);
+        assert_eq!(out[1].1.shape, Shape::new(vec![1, 16]));
+    }
+
+    #[test]
+    fn identity_renames_and_keeps_bytes() {
+        let t = i32s(&[2], &[7, 8]);
+        let out = find("identity")
+            .unwrap()
+            .run(None, vec![("x".into(), t.clone()), ("y".into(), t.clone())])
+            .unwrap();
+        assert_eq!(
+            out,
+            vec![("OUTPUT0".into(), t.clone()), ("OUTPUT1".into(), t)]
+        );
+    }
+
+    #[test]
+    fn metadata_and_config() {
+        let m = find("simple").unwrap();
+        assert_eq!(
+            m.metadata()["inputs"][0],
+            json!({"name":"INPUT0","datatype":"INT32","shape":[-1,16]})
+        );
+        let c = find("repeat").unwrap().config();
+        assert_eq!(
+            c["input"][0],
+            json!({"name":"text_input","data_type":"TYPE_STRING","dims":[1]})
+        );
+        assert_eq!(c["input"][1]["optional"], json!(true));
+        assert_eq!(c["model_transaction_policy"]["decoupled"], json!(true));
+    }
+}
