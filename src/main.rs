@@ -5,7 +5,7 @@ use std::net::SocketAddr;
 use std::process::ExitCode;
 
 use clap::Parser;
-use tensorgate::cli::{Cli, Command, LogFormat, ServeArgs};
+use tensorgate::cli::{Cli, Command, LogFormat, ServeArgs, debug};
 use tensorgate::config::{self, Config};
 
 const DEFAULT_LISTEN: ([u8; 4], u16) = ([127, 0, 0, 1], 8000);
@@ -17,6 +17,18 @@ fn main() -> ExitCode {
         None => serve(cli.serve),
         Some(Command::Serve(args)) => serve(args),
         Some(Command::CheckConfig { file }) => check_config(&file),
+        Some(Command::Tensor(c)) => report(debug::run_tensor(c)),
+        Some(Command::Request(c)) => report(debug::run_request(c)),
+    }
+}
+
+fn report(result: Result<(), debug::CliError>) -> ExitCode {
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::FAILURE
+        }
     }
 }
 
@@ -87,14 +99,16 @@ async fn run(args: ServeArgs) -> Result<(), String> {
         )
         .map_err(|e| format!("--backend {url}: {e}"))?,
         (None, None) => {
-            let server = demo_backend().await?;
+            let server = tensorgate::demo::spawn()
+                .await
+                .map_err(|e| format!("cannot start the demo backend: {e}"))?;
             let c = Config::demo(
-                server,
+                server.addr,
                 args.listen.unwrap_or(DEFAULT_LISTEN.into()),
                 args.admin_listen.unwrap_or(DEFAULT_ADMIN.into()),
             )
             .map_err(|e| format!("demo configuration: {e}"))?;
-            demo = Some(());
+            demo = Some(server);
             c
         }
     };
@@ -117,13 +131,10 @@ async fn run(args: ServeArgs) -> Result<(), String> {
         let _ = stop.send(true);
     });
     running.wait().await;
-    drop(demo);
+    if let Some(demo) = demo {
+        let _ = demo.shutdown().await;
+    }
     Ok(())
-}
-
-/// Starts the embedded demo backend on an ephemeral loopback port.
-async fn demo_backend() -> Result<SocketAddr, String> {
-    Err("the embedded demo backend is not built yet".to_owned())
 }
 
 fn print_demo_banner(data: SocketAddr, admin: SocketAddr) {

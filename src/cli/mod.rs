@@ -4,6 +4,8 @@
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
+pub mod debug;
+
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 /// A streaming gateway for KServe / Triton V2 inference servers: translates
@@ -31,6 +33,13 @@ pub enum Command {
         /// The TOML configuration file.
         file: PathBuf,
     },
+    /// Decode or encode Decthings tensors (debugging).
+    #[command(subcommand)]
+    Tensor(debug::TensorCommand),
+    /// Convert a V2 request or response between JSON and the binary tensor
+    /// extension (debugging).
+    #[command(subcommand)]
+    Request(debug::RequestCommand),
 }
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]

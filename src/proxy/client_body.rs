@@ -82,11 +82,10 @@ impl ClientBody {
             let data = match frame {
                 None => {
                     self.finished = true;
-                    let tail = match self.decoder.as_mut().map(Decoder::finish) {
+                    match self.decoder.as_mut().map(Decoder::finish) {
                         None => return Ok(None),
                         Some(r) => r.map_err(|e| self.decode_error(e))?,
-                    };
-                    tail
+                    }
                 }
                 Some(Err(e)) => {
                     return Err(GatewayError::ClientBody {

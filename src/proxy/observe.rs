@@ -247,13 +247,11 @@ impl Observation {
             GatewayError::BodyTooLarge { .. } | GatewayError::HeaderTooLarge { .. } => {
                 ("_request".to_owned(), "limit")
             }
-            GatewayError::BadDocument { source, .. } => match source {
-                DocError::TooManyDims { subject, .. }
-                | DocError::TooManyElements { subject, .. } => {
-                    (configured(subject.name.as_deref().unwrap_or("")), "limit")
-                }
-                _ => return,
-            },
+            GatewayError::BadDocument {
+                source:
+                    DocError::TooManyDims { subject, .. } | DocError::TooManyElements { subject, .. },
+                ..
+            } => (configured(subject.name.as_deref().unwrap_or("")), "limit"),
             _ => return,
         };
         m.rule_violations
