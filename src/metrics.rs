@@ -23,6 +23,9 @@ pub const TRANSLATION_BUCKETS: &[f64] = &[
     0.5, 1.0, 2.5,
 ];
 
+/// The `kind` values of `tensorgate_upstream_errors_total`.
+pub const UPSTREAM_ERROR_KINDS: [&str; 5] = ["refused", "timeout", "reset", "invalid", "5xx"];
+
 /// Every metric the gateway exports.
 #[derive(Clone, Debug)]
 pub struct Metrics {
@@ -153,6 +156,19 @@ impl Metrics {
             )?,
             in_flight,
         })
+    }
+
+    /// Creates the zero-valued series every configured route and backend
+    /// will have, so dashboards and alerts see 0 rather than nothing.
+    pub fn init_series(&self, config: &crate::config::Config) {
+        for backend in config.backends.keys() {
+            for kind in UPSTREAM_ERROR_KINDS {
+                self.upstream_errors.with_label_values(&[backend, kind]);
+            }
+        }
+        for route in &config.routes {
+            self.in_flight.with_label_values(&[&route.name]);
+        }
     }
 
     /// A fresh registry with every metric registered.

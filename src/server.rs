@@ -79,6 +79,7 @@ pub fn start_with_metrics(
     let (stop, stopped) = watch::channel(false);
     let ready = Arc::new(AtomicBool::new(true));
     let server = config.server.clone();
+    metrics.init_series(&config);
     let gateway = Gateway::new(config, metrics.clone());
     let stack = ServiceBuilder::new()
         .concurrency_limit(server.max_concurrent_requests)

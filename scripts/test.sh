@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# The whole test suite, as CI runs it:
+#   1. cargo fmt --check and clippy -D warnings;
+#   2. a real Triton 2.51 and a KServe 0.21 server started on 127.0.0.1
+#      (scripts/triton-backend.sh, scripts/kserve-backend.sh), then every
+#      cargo test: unit, integration against the embedded demo and scripted
+#      backends, and conformance against the real servers;
+#   3. promtool on a real /metrics scrape after traffic;
+#   4. deploy/ manifests, dashboard and Dockerfile checks;
+#   5. the Python conformance suite with the real clients (tritonclient,
+#      kserve), through tensorgate and direct.
+# Servers are stopped by PID on exit, whatever happens. Run scripts/setup.sh
+# once first. Without CI=true the real-backend tests skip loudly when a
+# backend is missing; with CI=true they fail.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+ROOT=$(pwd)
+
+step() { printf '\n==> %s\n' "$*" >&2; }
+started=$(date +%s)
+
+step "cargo fmt --check"
+cargo fmt --all -- --check
+step "cargo clippy -D warnings"
+cargo clippy --all-targets --locked -- -D warnings
+
+stop_backends() {
+  bash "$ROOT/scripts/triton-backend.sh" stop >/dev/null 2>&1 || true
+  bash "$ROOT/scripts/kserve-backend.sh" stop >/dev/null 2>&1 || true
+}
+trap stop_backends EXIT
+
+step "starting real backends on 127.0.0.1"
+if out=$(bash scripts/triton-backend.sh start); then
+  eval "$out"
+  export TENSORGATE_TRITON_URL
+else
+  echo "Triton did not start" >&2
+  [ -n "${CI:-}" ] && exit 1
+fi
+if out=$(bash scripts/kserve-backend.sh start); then
+  eval "$out"
+  export TENSORGATE_KSERVE_URL
+else
+  echo "KServe did not start" >&2
+  [ -n "${CI:-}" ] && exit 1
+fi
+
+step "cargo test (unit, integration, conformance)"
+cargo build --locked --release --bin tensorgate
+cargo test --locked --all-targets
+
+step "promtool check metrics on a real scrape"
+bash scripts/check-metrics.sh "$ROOT/target/release/tensorgate"
+
+step "deploy manifests, dashboard, Dockerfile"
+TENSORGATE_BIN="$ROOT/target/release/tensorgate" bash scripts/validate-deploy.sh
+
+if [ -x scripts/conformance.sh ] || [ -f scripts/conformance.sh ]; then
+  step "conformance with real clients"
+  TENSORGATE_BIN="$ROOT/target/release/tensorgate" bash scripts/conformance.sh
+fi
+
+step "all tests passed in $(( $(date +%s) - started ))s"
