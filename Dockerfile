@@ -12,7 +12,7 @@
 # its TLS (if any) is rustls: native-tls/OpenSSL would need libssl, which this base lacks.
 # Debian 12 on both stages keeps the builder's glibc (2.36) equal to the runtime's.
 
-ARG RUST_VERSION=1.85
+ARG RUST_VERSION=1.95
 
 FROM rust:${RUST_VERSION}-bookworm AS builder
 WORKDIR /src
