@@ -330,3 +330,48 @@ async fn dashboard_queries_only_metrics_that_exist() {
         Err(e) => panic!("python3 is required in CI: {e}"),
     }
 }
+
+#[tokio::test]
+async fn request_ids_and_trace_context_travel_through() {
+    let backend = TestBackend::start(|_| async {
+        reply(
+            200,
+            &[("content-type", "application/json")],
+            r#"{"outputs":[]}"#,
+        )
+    })
+    .await;
+    let gw = gateway(&simple_config(&backend.url(), "")).await;
+    let trace = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+    let body = r#"{"inputs":[{"name":"X","shape":[1],"datatype":"INT32","data":[1]}]}"#;
+    let got = send(
+        gw.data_addr,
+        "POST",
+        "/v2/models/m/infer",
+        &[("x-request-id", "client-id-1"), ("traceparent", trace)],
+        body,
+    )
+    .await;
+    assert_eq!(got.status, 200);
+    assert_eq!(got.header("x-request-id"), Some("client-id-1"));
+    // Without one, an id is generated, sent to the backend and echoed.
+    let got2 = send(gw.data_addr, "GET", "/v2/health/ready", &[], "").await;
+    let generated = got2.header("x-request-id").unwrap().to_owned();
+    assert_eq!(generated.len(), 32);
+    assert!(generated.bytes().all(|b| b.is_ascii_hexdigit()));
+    let seen = backend.requests();
+    assert_eq!(seen[0].headers["x-request-id"], "client-id-1");
+    assert_eq!(seen[0].headers["traceparent"], trace);
+    assert_eq!(seen[1].headers["x-request-id"], generated.as_str());
+    // Gateway-made errors carry the id too.
+    let got3 = send(
+        gw.data_addr,
+        "POST",
+        "/v2/models/m/infer",
+        &[("x-request-id", "e-1")],
+        "{",
+    )
+    .await;
+    assert_eq!(got3.status, 400);
+    assert_eq!(got3.header("x-request-id"), Some("e-1"));
+}
