@@ -410,3 +410,43 @@ backend = "b"
     assert_eq!(got.status, 404);
     assert_eq!(backend.requests().len(), 0);
 }
+
+#[tokio::test]
+async fn passthrough_bodies_are_bounded_too() {
+    let backend = TestBackend::start(|_| async { reply(200, &[], "") }).await;
+    let route = r#"
+[routes.limits]
+max_body_bytes = 1000
+"#;
+    let gw = gateway(&simple_config(&backend.url(), route)).await;
+    let big = vec![b'x'; 5000];
+    let got = send(
+        gw.data_addr,
+        "POST",
+        "/v2/models/m/generate",
+        &[],
+        big.clone(),
+    )
+    .await;
+    assert_eq!(got.status, 413);
+    assert_eq!(
+        got.error(),
+        r#"route "r": request body is larger than the limit of 1000 bytes"#
+    );
+    let got = send_chunked(gw.data_addr, "/v2/models/m/generate", &[], &big).await;
+    assert_eq!(got.status, 413);
+    assert_eq!(
+        got.error(),
+        r#"route "r": request body is larger than the limit of 1000 bytes"#
+    );
+    // Within the limit it passes.
+    let got = send(
+        gw.data_addr,
+        "POST",
+        "/v2/models/m/generate",
+        &[],
+        vec![b'x'; 900],
+    )
+    .await;
+    assert_eq!(got.status, 200);
+}

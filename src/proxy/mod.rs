@@ -134,7 +134,7 @@ impl Gateway {
         if path.is_infer() && req.method() == Method::POST {
             return infer::handle(&self.shared.config.server, route, upstream, req, obs).await;
         }
-        passthrough::forward(upstream, req, route.limits.max_body_bytes, obs).await
+        passthrough::forward(upstream, req, &route.name, route.limits.max_body_bytes, obs).await
     }
 }
 

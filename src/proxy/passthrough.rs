@@ -17,10 +17,22 @@ use super::upstream::Upstream;
 pub async fn forward(
     upstream: &Upstream,
     req: Request<Incoming>,
+    route: &str,
     max_body: u64,
     obs: &Observation,
 ) -> Result<Response<Body>, GatewayError> {
     let (mut parts, body) = req.into_parts();
+    let declared = parts
+        .headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if declared.is_some_and(|n| n > max_body) {
+        return Err(GatewayError::BodyTooLarge {
+            route: route.to_owned(),
+            limit: max_body,
+        });
+    }
     strip_hop_by_hop(&mut parts.headers);
     parts.headers.remove(header::HOST);
     let path = parts.uri.path_and_query().map_or("/", |p| p.as_str());
@@ -29,7 +41,16 @@ pub async fn forward(
         .forwarded_request(Limited::new(body, max_body as usize))
         .boxed_unsync();
     let sent = std::time::Instant::now();
-    let resp = upstream.send(Request::from_parts(parts, body)).await?;
+    let resp = match upstream.send(Request::from_parts(parts, body)).await {
+        Ok(resp) => resp,
+        Err(GatewayError::BodyTooLarge { .. }) => {
+            return Err(GatewayError::BodyTooLarge {
+                route: route.to_owned(),
+                limit: max_body,
+            });
+        }
+        Err(e) => return Err(e),
+    };
     obs.upstream_first_byte(sent.elapsed());
     let (mut parts, body) = resp.into_parts();
     strip_hop_by_hop(&mut parts.headers);

@@ -77,6 +77,14 @@ impl Upstream {
 
     fn classify(&self, e: &hyper_util::client::legacy::Error) -> GatewayError {
         let backend = self.backend.name.clone();
+        // The client's body went over the route's limit while being
+        // forwarded; the caller, which knows the route and limit, fills them in.
+        if source_of::<http_body_util::LengthLimitError>(e).is_some() {
+            return GatewayError::BodyTooLarge {
+                route: String::new(),
+                limit: 0,
+            };
+        }
         let io = find_io_error(e);
         let detail = io.map_or_else(|| error_chain(e), |io| io.to_string());
         if e.is_connect() {
