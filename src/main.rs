@@ -17,6 +17,7 @@ fn main() -> ExitCode {
         None => serve(cli.serve),
         Some(Command::Serve(args)) => serve(args),
         Some(Command::CheckConfig { file }) => check_config(&file),
+        Some(Command::DemoBackend { listen }) => demo_backend(listen),
         Some(Command::Tensor(c)) => report(debug::run_tensor(c)),
         Some(Command::Request(c)) => report(debug::run_request(c)),
     }
@@ -61,6 +62,30 @@ fn check_config(file: &std::path::Path) -> ExitCode {
                 eprintln!("  {e}");
             }
             ExitCode::from(2)
+        }
+    }
+}
+
+fn demo_backend(listen: SocketAddr) -> ExitCode {
+    init_logging(LogFormat::Pretty);
+    let result = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .and_then(|rt| {
+            rt.block_on(async {
+                let listener = tokio::net::TcpListener::bind(listen).await?;
+                eprintln!(
+                    "tensorgate demo backend on http://{}",
+                    listener.local_addr()?
+                );
+                tensorgate::demo::serve(listener, wait_for_signal()).await
+            })
+        });
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("tensorgate demo-backend: {e}");
+            ExitCode::FAILURE
         }
     }
 }

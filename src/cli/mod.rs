@@ -33,6 +33,13 @@ pub enum Command {
         /// The TOML configuration file.
         file: PathBuf,
     },
+    /// Run only the embedded demo V2 backend (models simple, identity,
+    /// repeat, ramp): a backend for load runs and experiments.
+    DemoBackend {
+        /// Address to listen on.
+        #[arg(long, default_value = "127.0.0.1:8001", value_name = "ADDR")]
+        listen: SocketAddr,
+    },
     /// Decode or encode Decthings tensors (debugging).
     #[command(subcommand)]
     Tensor(debug::TensorCommand),

@@ -6,6 +6,9 @@
 //!   comes back as `OUTPUT<i>`, byte for byte.
 //! - `repeat`: decoupled (streaming); served by `generate` /
 //!   `generate_stream` only, see [`super::generate`].
+//! - `ramp`: COUNT INT64 `[1]` -> OUTPUT0 FP32 `[COUNT]` holding 0, 0.5, 1,
+//!   ...: a small request with a reply as large as asked (at most 2^27
+//!   elements), for streaming and memory measurements.
 
 use bytes::Bytes;
 use serde_json::{Value, json};
@@ -21,6 +24,7 @@ pub enum Kind {
     Simple,
     Identity,
     Repeat,
+    Ramp,
 }
 
 /// One declared input or output (dims without the batch dimension).
@@ -57,7 +61,10 @@ pub struct Model {
     pub outputs: &'static [Io],
 }
 
-pub static MODELS: [Model; 3] = [
+/// Largest `ramp` output, in elements (512 MiB of FP32).
+pub const MAX_RAMP: i64 = 1 << 27;
+
+pub static MODELS: [Model; 4] = [
     Model {
         name: "simple",
         kind: Kind::Simple,
@@ -91,6 +98,13 @@ pub static MODELS: [Model; 3] = [
             io("text_output", DataType::Bytes, &[1]),
             io("index", DataType::I32, &[1]),
         ],
+    },
+    Model {
+        name: "ramp",
+        kind: Kind::Ramp,
+        max_batch_size: 0,
+        inputs: &[io("COUNT", DataType::I64, &[1])],
+        outputs: &[io("OUTPUT0", DataType::F32, &[-1])],
     },
 ];
 
@@ -171,6 +185,10 @@ impl Model {
                 .map(|(i, (_, t))| (format!("OUTPUT{i}"), t))
                 .collect()),
             Kind::Repeat => Err(DemoError::Decoupled),
+            Kind::Ramp => {
+                self.check_inputs(id, &inputs)?;
+                ramp(id, &inputs)
+            }
         }
     }
 
@@ -190,6 +208,31 @@ impl Model {
         };
         DemoError::rejected(None, message)
     }
+}
+
+/// `ramp`: FP32 values 0, 0.5, 1, ... of the requested length.
+fn ramp(id: Option<&str>, inputs: &[Named]) -> Result<Vec<Named>, DemoError> {
+    let count = inputs
+        .iter()
+        .find(|(n, _)| n == "COUNT")
+        .and_then(|(_, t)| t.data.first_chunk::<8>().map(|b| i64::from_le_bytes(*b)))
+        .unwrap_or(0);
+    if !(0..=MAX_RAMP).contains(&count) {
+        return Err(DemoError::rejected(
+            id,
+            format!("COUNT must be between 0 and {MAX_RAMP}, got {count}"),
+        ));
+    }
+    let data: Vec<u8> = (0..count)
+        .flat_map(|i| (i as f32 * 0.5).to_le_bytes())
+        .collect();
+    let t = Tensor::new(
+        DataType::F32,
+        crate::tensor::Shape::new(vec![count as u64]),
+        Bytes::from(data),
+    )
+    .map_err(|e| DemoError::Invalid(format!("output 'OUTPUT0': {e}")))?;
+    Ok(vec![("OUTPUT0".to_owned(), t)])
 }
 
 /// Triton's model-config spelling of a datatype.
@@ -274,6 +317,28 @@ mod tests {
             out,
             vec![("OUTPUT0".into(), t.clone()), ("OUTPUT1".into(), t)]
         );
+    }
+
+    #[test]
+    fn ramp_makes_the_asked_length() {
+        let count = Tensor::new(
+            DataType::I64,
+            Shape::new(vec![1]),
+            Bytes::copy_from_slice(&3i64.to_le_bytes()),
+        )
+        .unwrap();
+        let out = find("ramp")
+            .unwrap()
+            .run(None, vec![("COUNT".into(), count)])
+            .unwrap();
+        assert_eq!(out[0].1.shape, Shape::new(vec![3]));
+        let v: Vec<f32> = out[0]
+            .1
+            .data
+            .chunks_exact(4)
+            .map(|c| f32::from_le_bytes(c.try_into().unwrap()))
+            .collect();
+        assert_eq!(v, vec![0.0, 0.5, 1.0]);
     }
 
     #[test]

@@ -20,11 +20,10 @@ use hyper::body::Incoming;
 
 use super::json_reply::JsonReplyBody;
 use super::prefs::OutputPrefs;
-use super::read::doc_limits;
 use crate::codec::v2::framing::{self, ChunkSplitter, FramingError, HeaderReader, IHCL_HEADER};
 use crate::codec::v2::json_write::{DocWriter, TensorForm, ValueWriter};
-use crate::codec::v2::{DocKind, DocParser, Document, EntryData};
-use crate::config::Route;
+use crate::codec::v2::{DocKind, DocLimits, DocParser, Document, EntryData};
+use crate::config::{Route, WireFormat};
 use crate::proxy::body::{Body, ChunksBody, PrefixedBody, full};
 use crate::proxy::client_body::concat;
 use crate::proxy::encoding::{Coding, CompressBody, compress};
@@ -73,8 +72,12 @@ pub async fn reply(
     let (mut parts, body) = resp.into_parts();
     let body = plan.obs.backend_body(body, plan.sent);
     strip_hop_by_hop(&mut parts.headers);
-    if !parts.status.is_success() || plan.framing == ClientFraming::Raw {
+    if !parts.status.is_success() {
         return Ok(Response::from_parts(parts, body.boxed_unsync()));
+    }
+    if plan.framing == ClientFraming::Raw {
+        // The backend's own reply, compressed if the client accepts it.
+        return Ok(passthrough(plan, parts, body.boxed_unsync()));
     }
     let header_len = backend_header_len(plan, &parts.headers)?;
     let mut body = BackendBody {
@@ -85,10 +88,13 @@ pub async fn reply(
     let (doc, header, after) = match header_len {
         Some(n) => read_binary_header(plan, &mut body, n).await?,
         None => {
-            if !plan.prefs.any_binary() {
+            if !plan.prefs.any_binary() && plan.route.backend_format == WireFormat::Json {
                 // JSON in, JSON wanted: pass through (compressing if asked).
-                return Ok(passthrough_json(plan, parts, body.inner));
+                return Ok(passthrough(plan, parts, body.inner.boxed_unsync()));
             }
+            // Asked for binary outputs, the backend sent no binary part.
+            // Its outputs may still be `binary_data_size` 0: Triton answers
+            // so when every output is empty.
             let all = body
                 .collect(
                     Bytes::new(),
@@ -96,8 +102,16 @@ pub async fn reply(
                     plan.route,
                 )
                 .await?;
-            let doc = DocParser::parse(DocKind::Response, doc_limits(plan.route), &all)
+            let doc = DocParser::parse(DocKind::Response, response_limits(), &all)
                 .map_err(|e| plan.bad_response(format!("unparsable JSON reply: {e}")))?;
+            let json_only = doc
+                .tensors
+                .iter()
+                .all(|t| !matches!(t.data, EntryData::Binary { .. }));
+            if json_only && !plan.prefs.any_binary() {
+                check_outputs(plan, &doc)?;
+                return Ok(passthrough(plan, parts, full(all)));
+            }
             (doc, Bytes::new(), Bytes::new())
         }
     };
@@ -127,11 +141,23 @@ pub async fn reply(
         .tensors
         .iter()
         .any(|t| t.datatype == DataType::Bytes && matches!(t.data, EntryData::Binary { .. }));
-    if no_binary && !needs_check {
+    if no_binary && !needs_check && header_len.is_some() {
         let stream = JsonReplyBody::new(body.inner, doc, after, plan.obs.clone());
         return Ok(json_response(plan, parts.status, parts.headers, stream));
     }
     assemble(plan, parts.status, parts.headers, doc, body, after, &wants).await
+}
+
+/// Limits on a backend's reply document. The route's element and dimension
+/// limits are for what clients send; a reply is bounded by the bytes the
+/// gateway agrees to hold (`max_json_header_bytes`, `max_response_bytes`),
+/// and binary outputs are never allocated from their declared shape.
+fn response_limits() -> DocLimits {
+    DocLimits {
+        max_elements: u64::MAX,
+        max_dims: 64,
+        max_depth: 100,
+    }
 }
 
 /// The backend's JSON header length, from IHCL or the SageMaker type.
@@ -230,7 +256,7 @@ async fn read_binary_header(
             )));
         };
         if let Some(header) = reader.push(&mut chunk) {
-            let doc = DocParser::parse(DocKind::Response, doc_limits(plan.route), &header)
+            let doc = DocParser::parse(DocKind::Response, response_limits(), &header)
                 .map_err(|e| plan.bad_response(format!("unparsable JSON header: {e}")))?;
             return Ok((doc, header, chunk));
         }
@@ -247,21 +273,18 @@ fn check_outputs(plan: &ReplyPlan<'_>, doc: &Document) -> Result<(), GatewayErro
     Ok(())
 }
 
-fn passthrough_json(
+/// The backend's reply as it is, compressed if the client accepts it.
+fn passthrough(
     plan: &ReplyPlan<'_>,
     mut parts: http::response::Parts,
-    body: UpstreamBody,
+    body: Body,
 ) -> Response<Body> {
-    let body = body;
     if plan.coding == Coding::Identity || parts.headers.contains_key(header::CONTENT_ENCODING) {
-        return Response::from_parts(parts, body.boxed_unsync());
+        return Response::from_parts(parts, body);
     }
     parts.headers.remove(header::CONTENT_LENGTH);
     set_encoding(&mut parts.headers, plan.coding);
-    Response::from_parts(
-        parts,
-        CompressBody::new(body.boxed_unsync(), plan.coding).boxed_unsync(),
-    )
+    Response::from_parts(parts, CompressBody::new(body, plan.coding).boxed_unsync())
 }
 
 fn passthrough_binary(
