@@ -62,9 +62,8 @@ fn text(max_chars: usize) -> impl Strategy<Value = String> {
 /// One element of a fixed-size type, as little-endian bytes: arbitrary bit
 /// patterns mixed with typical values.
 fn fixed_element(dtype: DataType) -> BoxedStrategy<Vec<u8>> {
-    fn le<T: Strategy>(s: T, f: fn(T::Value) -> Vec<u8>) -> BoxedStrategy<Vec<u8>>
+    fn le<T: Strategy + 'static>(s: T, f: fn(T::Value) -> Vec<u8>) -> BoxedStrategy<Vec<u8>>
     where
-        T: 'static,
         T::Value: 'static,
     {
         s.prop_map(f).boxed()
@@ -589,5 +588,69 @@ proptest! {
             prop_assert_eq!(&back.data[..], &canonical(t.dtype, &t.data)[..]);
             prop_assert_eq!(describe(&back), text);
         }
+    }
+}
+
+// ---------------------------------------------------------------- numbers
+
+/// Decimal literals of up to 21 digits, biased to 16-19 digits (Python's
+/// float repr) and to exponents where an f32 result is normal.
+fn decimal_literal() -> impl Strategy<Value = String> {
+    (
+        any::<bool>(),
+        prop_oneof![1 => 1u32..=15, 3 => 16u32..=19, 1 => 20u32..=21],
+        any::<u128>(),
+        -50i32..50,
+        0u8..3,
+    )
+        .prop_map(|(neg, digits, m, exp, style)| {
+            let m = (m % 10u128.pow(digits)).to_string();
+            let sign = if neg { "-" } else { "" };
+            match style {
+                0 => format!("{sign}{m}e{exp}"),
+                1 if m.len() > 1 => format!("{sign}{}.{}e{exp}", &m[..1], &m[1..]),
+                _ => format!("{sign}0.{m}"),
+            }
+        })
+}
+
+proptest! {
+    #![proptest_config(cases(4096))]
+
+    /// The FP32 fast path rounds exactly like "nearest double, then
+    /// nearest float".
+    #[test]
+    fn f32_parse_is_double_then_narrow(text in decimal_literal()) {
+        use tensorgate::codec::v2::number::{parse_f32, parse_f64};
+        let want = parse_f64(text.as_bytes(), true).unwrap().map(|(v, n)| ((v as f32).to_bits(), n));
+        let got = parse_f32(text.as_bytes(), true).unwrap().map(|(v, n)| (v.to_bits(), n));
+        prop_assert_eq!(got, want, "{}", text);
+    }
+}
+
+/// Every f32 bit pattern through `ValueWriter` and back through
+/// `DataParser`. About two minutes in release:
+/// `cargo test --release --test proptest_codecs -- --ignored`.
+#[test]
+#[ignore = "exhaustive: run in release with --ignored"]
+fn every_f32_round_trips_through_json() {
+    const BATCH: u64 = 1 << 22;
+    let mut json = Vec::new();
+    for start in (0..1u64 << 32).step_by(BATCH as usize) {
+        let data: Vec<u8> = (start..start + BATCH)
+            .flat_map(|b| (b as u32).to_le_bytes())
+            .collect();
+        json.clear();
+        json.push(b'[');
+        let mut w = ValueWriter::new(DataType::F32);
+        w.write(&data, &mut json).unwrap();
+        json.push(b']');
+        let mut p = DataParser::new(DataType::F32, Some(BATCH), BATCH, 1);
+        assert_eq!(p.parse(&json, true).unwrap(), Progress::Done(json.len()));
+        let back = p.into_data().0;
+        assert!(
+            back == canonical(DataType::F32, &data),
+            "batch at {start:#x} differs"
+        );
     }
 }

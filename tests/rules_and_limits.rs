@@ -450,3 +450,36 @@ max_body_bytes = 1000
     .await;
     assert_eq!(got.status, 200);
 }
+
+#[tokio::test]
+async fn output_rules_are_checked_on_every_reply_path() {
+    let backend = TestBackend::start(|seen| async move {
+        if seen.headers.get("inference-header-content-length").is_some() {
+            let header = r#"{"outputs":[{"name":"OUT","datatype":"INT32","shape":[3],"parameters":{"binary_data_size":12}}]}"#;
+            let mut body = header.as_bytes().to_vec();
+            body.extend_from_slice(&le_i32(&[1, 2, 3]));
+            reply(200, &[("inference-header-content-length", &header.len().to_string())], body)
+        } else {
+            reply(200, &[("content-type", "application/json")], r#"{"outputs":[{"name":"OUT","datatype":"INT32","shape":[3],"data":[1,2,3]}]}"#)
+        }
+    })
+    .await;
+    for format in ["binary", "json"] {
+        let route = format!(
+            r#"
+backend_format = "{format}"
+[routes.outputs.OUT]
+shape = [2]
+"#
+        );
+        let gw = gateway(&simple_config(&backend.url(), &route)).await;
+        let body = r#"{"inputs":[{"name":"X","shape":[1],"datatype":"INT32","data":[1]}]}"#;
+        let got = post_json(gw.data_addr, "/v2/models/m/infer", body).await;
+        assert_eq!(got.status, 502, "{format}");
+        assert_eq!(
+            got.error(),
+            r#"backend "b" sent an invalid response: route "r": output "OUT": shape [3] does not match rule [2]"#,
+            "{format}"
+        );
+    }
+}

@@ -248,8 +248,8 @@ impl RouteRules {
         let unit = fixed.saturating_mul(elem as u64);
         let ok = match shape.wildcards() {
             0 => size == unit,
-            1 => unit != 0 && size % unit == 0,
-            _ => size % elem as u64 == 0,
+            1 => unit != 0 && size.is_multiple_of(unit),
+            _ => size.is_multiple_of(elem as u64),
         };
         if ok {
             return Ok(());

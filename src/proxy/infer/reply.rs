@@ -88,8 +88,12 @@ pub async fn reply(
     let (doc, header, after) = match header_len {
         Some(n) => read_binary_header(plan, &mut body, n).await?,
         None => {
-            if !plan.prefs.any_binary() && plan.route.backend_format == WireFormat::Json {
-                // JSON in, JSON wanted: pass through (compressing if asked).
+            if !plan.prefs.any_binary()
+                && plan.route.backend_format == WireFormat::Json
+                && plan.route.rules.outputs.is_empty()
+            {
+                // JSON in, JSON wanted, no output rules to check: stream it
+                // through (compressing if asked).
                 return Ok(passthrough(plan, parts, body.inner.boxed_unsync()));
             }
             // Asked for binary outputs, the backend sent no binary part.

@@ -220,7 +220,7 @@ pub fn from_binary(dtype: &str, data: &[u8]) -> Result<Values, String> {
         return Ok(Values::Bytes(out));
     }
     let w = width(dtype).ok_or_else(|| format!("unknown datatype {dtype}"))?;
-    if data.len() % w != 0 {
+    if !data.len().is_multiple_of(w) {
         return Err(format!(
             "{} bytes is not a whole number of {dtype}",
             data.len()
