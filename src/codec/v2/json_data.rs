@@ -223,9 +223,16 @@ impl DataParser {
                         if self.depth == 0 {
                             return Ok(Progress::Done(i));
                         }
-                        match (input.get(i), input.get(i + 1)) {
-                            (Some(b','), Some(b'-' | b'0'..=b'9' | b'"')) => {
-                                i += 1;
+                        // `,` and the next value's first byte, allowing the
+                        // one space Python's json.dumps writes after commas.
+                        let next = match input.get(i..i + 3) {
+                            Some([b',', b' ', c]) => Some((2, c)),
+                            Some([b',', c, _]) => Some((1, c)),
+                            _ => None,
+                        };
+                        match next {
+                            Some((skip, &c)) if VALUE_START[usize::from(c)] => {
+                                i += skip;
                                 self.expect = Expect::Value;
                             }
                             _ => break,
@@ -237,8 +244,83 @@ impl DataParser {
     }
 
     /// Parses one scalar element at the start of `s`.
-    #[inline]
+    #[inline(always)]
     fn element<S: Sink>(&mut self, s: &[u8], eof: bool) -> Result<Option<usize>, DataError> {
+        // One well-predicted branch for numbers of either sign (data of
+        // random sign would mispredict a branch on '-').
+        if NUMBER_START[usize::from(s[0])] {
+            return self.number::<S>(s, eof);
+        }
+        self.other_element::<S>(s, eof)
+    }
+
+    #[inline(always)]
+    fn number<S: Sink>(&mut self, s: &[u8], eof: bool) -> Result<Option<usize>, DataError> {
+        match S::number(s, eof, &mut self.out) {
+            Ok(Some(len)) => {
+                self.counted()?;
+                Ok(Some(len))
+            }
+            Ok(None) if s.len() > number::MAX_NUMBER_LEN => Err(DataError::Syntax {
+                index: self.count,
+                what: "number too long",
+            }),
+            Ok(None) => Ok(None),
+            Err(e) => self.not_a_number::<S>(e, s, eof),
+        }
+    }
+
+    /// A number that failed: `-Infinity`, or an error.
+    #[cold]
+    #[inline(never)]
+    fn not_a_number<S: Sink>(
+        &mut self,
+        e: SinkError,
+        s: &[u8],
+        eof: bool,
+    ) -> Result<Option<usize>, DataError> {
+        if s.starts_with(b"-I") {
+            return self.literal::<S>(s, eof);
+        }
+        Err(self.number_error(e, s))
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn number_error(&self, e: SinkError, s: &[u8]) -> DataError {
+        let index = self.count;
+        let dtype = self.dtype;
+        match e {
+            SinkError::Num(NumError::NotInteger) => DataError::NotInteger {
+                index,
+                dtype,
+                value: token_text(s),
+            },
+            SinkError::Num(NumError::Overflow) | SinkError::Range => DataError::OutOfRange {
+                index,
+                dtype,
+                value: token_text(s),
+            },
+            SinkError::Num(NumError::TooLong) => DataError::Syntax {
+                index,
+                what: "number too long",
+            },
+            SinkError::Num(NumError::Syntax) => DataError::Syntax {
+                index,
+                what: "invalid number",
+            },
+            SinkError::Type(found) => DataError::WrongType {
+                index,
+                dtype,
+                found,
+            },
+            SinkError::BadString(what) => DataError::BadString { index, what },
+        }
+    }
+
+    /// Strings, literals, and what cannot start an element.
+    #[inline]
+    fn other_element<S: Sink>(&mut self, s: &[u8], eof: bool) -> Result<Option<usize>, DataError> {
         let index = self.count;
         let dtype = self.dtype;
         let wrong = |found| DataError::WrongType {
@@ -247,43 +329,6 @@ impl DataParser {
             found,
         };
         match s[0] {
-            b'-' if s.get(1) == Some(&b'I') => self.literal::<S>(s, eof),
-            b'-' | b'0'..=b'9' => {
-                let r = S::number(s, eof, &mut self.out).map_err(|e| match e {
-                    SinkError::Num(NumError::NotInteger) => DataError::NotInteger {
-                        index,
-                        dtype,
-                        value: token_text(s),
-                    },
-                    SinkError::Num(NumError::Overflow) | SinkError::Range => {
-                        DataError::OutOfRange {
-                            index,
-                            dtype,
-                            value: token_text(s),
-                        }
-                    }
-                    SinkError::Num(NumError::TooLong) => DataError::Syntax {
-                        index,
-                        what: "number too long",
-                    },
-                    SinkError::Num(NumError::Syntax) => DataError::Syntax {
-                        index,
-                        what: "invalid number",
-                    },
-                    SinkError::Type(found) => wrong(found),
-                    SinkError::BadString(what) => DataError::BadString { index, what },
-                })?;
-                if r.is_none() && s.len() > number::MAX_NUMBER_LEN {
-                    return Err(DataError::Syntax {
-                        index,
-                        what: "number too long",
-                    });
-                }
-                if r.is_some() {
-                    self.counted()?;
-                }
-                Ok(r)
-            }
             b'"' => {
                 let Some(token) = self
                     .string
@@ -307,7 +352,7 @@ impl DataParser {
                 self.counted()?;
                 Ok(Some(token.len))
             }
-            b't' | b'f' | b'n' | b'N' | b'I' => self.literal::<S>(s, eof),
+            b't' | b'f' | b'n' | b'N' | b'I' | b'-' => self.literal::<S>(s, eof),
             b'{' => Err(wrong("an object")),
             _ => Err(self.syntax("unexpected character")),
         }
@@ -353,6 +398,24 @@ impl DataParser {
         self.counted()?;
         Ok(Some(lit.len()))
     }
+}
+
+/// `-` and the digits.
+const NUMBER_START: [bool; 256] = byte_set(b"-0123456789");
+
+/// What the hot loop takes as the start of the next element: a number or
+/// a string. A table, not a `match`: a branch on the sign of random data
+/// mispredicts half the time.
+const VALUE_START: [bool; 256] = byte_set(b"-0123456789\"");
+
+const fn byte_set(bytes: &[u8]) -> [bool; 256] {
+    let mut t = [false; 256];
+    let mut i = 0;
+    while i < bytes.len() {
+        t[bytes[i] as usize] = true;
+        i += 1;
+    }
+    t
 }
 
 enum Literal {
@@ -445,22 +508,12 @@ macro_rules! int_sink {
                 let Some((v, len)) = number::parse_int(s, eof)? else {
                     return Ok(None);
                 };
-                let v = int_to::<$t>(v.$conv())?;
+                let v = v.$conv().and_then(|v| <$t>::try_from(v).ok()).ok_or(SinkError::Range)?;
                 out.extend_from_slice(&v.to_le_bytes());
                 Ok(Some(len))
             }
         }
     )*};
-}
-
-#[inline]
-fn int_to<T: TryFrom<i64> + TryFrom<u64>>(v: Option<impl Into<i128>>) -> Result<T, SinkError> {
-    let v: i128 = v.ok_or(SinkError::Range)?.into();
-    if v < 0 {
-        T::try_from(v as i64).map_err(|_| SinkError::Range)
-    } else {
-        T::try_from(v as u64).map_err(|_| SinkError::Range)
-    }
 }
 
 int_sink!(u8 => to_u64, u16 => to_u64, u32 => to_u64, u64 => to_u64,
@@ -471,6 +524,19 @@ int_sink!(u8 => to_u64, u16 => to_u64, u32 => to_u64, u64 => to_u64,
 trait Float: Copy {
     fn narrow(v: f64) -> Result<Self, SinkError>;
     fn write(self, out: &mut Vec<u8>);
+
+    /// Parses a number literal: nearest double, then [`Float::narrow`].
+    /// Infinite doubles (`1e400`) are out of range.
+    #[inline]
+    fn parse(s: &[u8], eof: bool) -> Result<Option<(Self, usize)>, SinkError> {
+        let Some((v, len)) = number::parse_f64(s, eof)? else {
+            return Ok(None);
+        };
+        if v.is_infinite() {
+            return Err(SinkError::Range);
+        }
+        Ok(Some((Self::narrow(v)?, len)))
+    }
 }
 
 impl Float for f64 {
@@ -496,6 +562,19 @@ impl Float for f32 {
     #[inline]
     fn write(self, out: &mut Vec<u8>) {
         out.extend_from_slice(&self.to_le_bytes());
+    }
+    /// The same result as the default, mostly without the exact double:
+    /// any literal whose float is infinite overflowed either as a double or
+    /// when narrowed.
+    #[inline]
+    fn parse(s: &[u8], eof: bool) -> Result<Option<(Self, usize)>, SinkError> {
+        let Some((v, len)) = number::parse_f32(s, eof)? else {
+            return Ok(None);
+        };
+        if v.is_infinite() {
+            return Err(SinkError::Range);
+        }
+        Ok(Some((v, len)))
     }
 }
 
@@ -530,13 +609,10 @@ struct FloatSink<T>(std::marker::PhantomData<T>);
 impl<T: Float> Sink for FloatSink<T> {
     #[inline]
     fn number(s: &[u8], eof: bool, out: &mut Vec<u8>) -> Result<Option<usize>, SinkError> {
-        let Some((v, len)) = number::parse_f64(s, eof)? else {
+        let Some((v, len)) = T::parse(s, eof)? else {
             return Ok(None);
         };
-        if v.is_infinite() {
-            return Err(SinkError::Range);
-        }
-        T::narrow(v)?.write(out);
+        v.write(out);
         Ok(Some(len))
     }
 
