@@ -15,6 +15,9 @@ use serde_json::{Map, Value};
 
 use super::model::{Document, EntryData, TensorEntry};
 use super::strings::write_json_string;
+use batch::{Batch, TextOut};
+
+mod batch;
 use crate::tensor::DataType;
 
 /// Binary data could not be written as JSON.
@@ -67,25 +70,42 @@ impl ValueWriter {
     /// previous piece).
     pub fn write(&mut self, data: &[u8], out: &mut Vec<u8>) -> Result<(), WriteError> {
         match self.dtype {
-            DataType::Bool => self.fixed::<1>(data, out, |b, o| {
+            DataType::Bool => self.fixed::<1, _>(data, out, |b, o| {
                 o.extend_from_slice(if b[0] != 0 { b"true" } else { b"false" })
             }),
-            DataType::U8 => self.fixed::<1>(data, out, |b, o| int(o, b[0])),
-            DataType::I8 => self.fixed::<1>(data, out, |b, o| int(o, b[0] as i8)),
-            DataType::U16 => self.fixed::<2>(data, out, |b, o| int(o, u16::from_le_bytes(b))),
-            DataType::I16 => self.fixed::<2>(data, out, |b, o| int(o, i16::from_le_bytes(b))),
-            DataType::U32 => self.fixed::<4>(data, out, |b, o| int(o, u32::from_le_bytes(b))),
-            DataType::I32 => self.fixed::<4>(data, out, |b, o| int(o, i32::from_le_bytes(b))),
-            DataType::U64 => self.fixed::<8>(data, out, |b, o| int(o, u64::from_le_bytes(b))),
-            DataType::I64 => self.fixed::<8>(data, out, |b, o| int(o, i64::from_le_bytes(b))),
-            DataType::F16 => {
-                self.fixed::<2>(data, out, |b, o| float(o, f16::from_le_bytes(b).to_f32()))
+            DataType::U8 => self.fixed::<1, _>(data, out, |b, o| int_text(o, b[0])),
+            DataType::I8 => self.fixed::<1, _>(data, out, |b, o| int_text(o, b[0] as i8)),
+            DataType::U16 => {
+                self.fixed::<2, _>(data, out, |b, o| int_text(o, u16::from_le_bytes(b)))
             }
-            DataType::BF16 => {
-                self.fixed::<2>(data, out, |b, o| float(o, bf16::from_le_bytes(b).to_f32()))
+            DataType::I16 => {
+                self.fixed::<2, _>(data, out, |b, o| int_text(o, i16::from_le_bytes(b)))
             }
-            DataType::F32 => self.fixed::<4>(data, out, |b, o| float(o, f32::from_le_bytes(b))),
-            DataType::F64 => self.fixed::<8>(data, out, |b, o| float(o, f64::from_le_bytes(b))),
+            DataType::U32 => {
+                self.fixed::<4, _>(data, out, |b, o| int_text(o, u32::from_le_bytes(b)))
+            }
+            DataType::I32 => {
+                self.fixed::<4, _>(data, out, |b, o| int_text(o, i32::from_le_bytes(b)))
+            }
+            DataType::U64 => {
+                self.fixed::<8, _>(data, out, |b, o| int_text(o, u64::from_le_bytes(b)))
+            }
+            DataType::I64 => {
+                self.fixed::<8, _>(data, out, |b, o| int_text(o, i64::from_le_bytes(b)))
+            }
+            // Float texts are gathered in a batch: see `batch`.
+            DataType::F16 => self.fixed::<2, _>(data, &mut Batch::new(out), |b, o| {
+                float(o, f16::from_le_bytes(b).to_f32())
+            }),
+            DataType::BF16 => self.fixed::<2, _>(data, &mut Batch::new(out), |b, o| {
+                float(o, bf16::from_le_bytes(b).to_f32())
+            }),
+            DataType::F32 => self.fixed::<4, _>(data, &mut Batch::new(out), |b, o| {
+                float32(o, f32::from_le_bytes(b))
+            }),
+            DataType::F64 => self.fixed::<8, _>(data, &mut Batch::new(out), |b, o| {
+                float(o, f64::from_le_bytes(b))
+            }),
             DataType::Bytes => return self.bytes(data, out),
         }
         Ok(())
@@ -114,12 +134,14 @@ impl ValueWriter {
     }
 
     #[inline]
-    fn fixed<const N: usize>(
+    fn fixed<const N: usize, T: TextOut>(
         &mut self,
         mut data: &[u8],
-        out: &mut Vec<u8>,
-        f: impl Fn([u8; N], &mut Vec<u8>),
+        batch: &mut T,
+        f: impl Fn([u8; N], &mut T),
     ) {
+        // Longest element text: 24 bytes plus the comma.
+        batch.reserve((data.len() / N) * 25);
         if self.carry_len > 0 {
             let take = (N - self.carry_len).min(data.len());
             self.carry[self.carry_len..self.carry_len + take].copy_from_slice(&data[..take]);
@@ -131,33 +153,45 @@ impl ValueWriter {
             let mut b = [0u8; N];
             b.copy_from_slice(&self.carry[..N]);
             self.carry_len = 0;
-            self.sep(out);
-            f(b, out);
+            if self.count > 0 {
+                batch.byte(b',');
+            }
+            self.count += 1;
+            f(b, batch);
         }
-        let chunks = data.chunks_exact(N);
-        let rest = chunks.remainder();
-        // Longest element text: 24 bytes plus the comma.
-        out.reserve(chunks.len() * 25);
         if self.count == 0
             && let Some((first, _)) = data.split_first_chunk::<N>()
         {
             self.count = 1;
-            f(*first, out);
+            f(*first, batch);
             data = &data[N..];
         }
         let chunks = data.chunks_exact(N);
+        let rest = chunks.remainder();
         self.count += chunks.len() as u64;
         for c in chunks {
-            out.push(b',');
+            batch.byte(b',');
             let mut b = [0u8; N];
             b.copy_from_slice(c);
-            f(b, out);
+            f(b, batch);
         }
         self.carry[..rest.len()].copy_from_slice(rest);
         self.carry_len = rest.len();
     }
 
     fn bytes(&mut self, mut data: &[u8], out: &mut Vec<u8>) -> Result<(), WriteError> {
+        // Fast path: whole elements at an element boundary, no state kept.
+        if let BytesState::Length { got: 0, .. } = self.bytes {
+            out.reserve(data.len() + data.len() / 4);
+            while let Some((len, rest)) = data.split_first_chunk::<4>() {
+                let len = u32::from_le_bytes(*len) as usize;
+                let Some((element, rest)) = rest.split_at_checked(len) else {
+                    break;
+                };
+                self.string_element(element, out)?;
+                data = rest;
+            }
+        }
         while !data.is_empty() {
             match &mut self.bytes {
                 BytesState::Length { got, buf } => {
@@ -207,17 +241,30 @@ impl ValueWriter {
         if element.len() != need {
             return Ok(());
         }
-        if std::str::from_utf8(element).is_err() {
-            return Err(WriteError::NotUtf8 { index: self.count });
-        }
-        self.sep(out);
-        write_json_string(element, out);
+        self.string_element(element, out)?;
         self.bytes = BytesState::Length {
             got: 0,
             buf: [0; 4],
         };
         Ok(())
     }
+
+    /// Writes one complete BYTES element as a JSON string.
+    #[inline]
+    fn string_element(&mut self, element: &[u8], out: &mut Vec<u8>) -> Result<(), WriteError> {
+        // ASCII (checked a word at a time) is UTF-8 without the full check.
+        if !element.is_ascii() && std::str::from_utf8(element).is_err() {
+            return Err(WriteError::NotUtf8 { index: self.count });
+        }
+        self.sep(out);
+        write_json_string(element, out);
+        Ok(())
+    }
+}
+
+#[inline(always)]
+fn int_text<I: itoa::Integer>(out: &mut Vec<u8>, v: I) {
+    out.extend_from_slice(itoa::Buffer::new().format(v).as_bytes());
 }
 
 #[inline]
@@ -255,18 +302,42 @@ impl JsonFloat for f64 {
     }
 }
 
+/// FP32 text that every JSON reader of FP32 turns back into `v`. Readers
+/// round twice (nearest double, then nearest float: Triton, numpy and
+/// [`super::number::parse_f32`]), and a float's shortest digits can lie so
+/// close to the midpoint with its neighbour that their nearest double *is*
+/// that midpoint, which then rounds to the neighbour. Over all 2^32 floats
+/// this happens for one magnitude only, 7.038531e-26 (bits `0x15ae43fd`):
+/// so values outside [1e-3, 1e9) are read back, and one that does not come
+/// back is written as its widened double's shortest text, exact by
+/// construction (what Triton writes for every FP32 value).
+#[inline(always)]
+fn float32(out: &mut Batch<'_>, v: f32) {
+    if !v.is_finite() || (1e-3..1e9).contains(&v.abs()) {
+        return float(out, v);
+    }
+    let mut buf = zmij::Buffer::new();
+    let text = buf.format_finite(v).as_bytes();
+    let back = super::number::parse_f32(text, true);
+    if matches!(back, Ok(Some((f, _))) if f.to_bits() == v.to_bits()) {
+        out.push(text);
+    } else {
+        float(out, f64::from(v));
+    }
+}
+
 /// Shortest round-trip text of `v` (as its own type), or the string form of
 /// a non-finite value.
-#[inline]
-fn float<F: JsonFloat>(out: &mut Vec<u8>, v: F) {
+#[inline(always)]
+fn float<F: JsonFloat>(out: &mut Batch<'_>, v: F) {
     if v.is_finite_() {
-        out.extend_from_slice(zmij::Buffer::new().format_finite(v).as_bytes());
+        out.push(zmij::Buffer::new().format_finite(v).as_bytes());
     } else if v.is_nan_() {
-        out.extend_from_slice(b"\"NaN\"");
+        out.push(b"\"NaN\"");
     } else if v.is_positive_() {
-        out.extend_from_slice(b"\"Infinity\"");
+        out.push(b"\"Infinity\"");
     } else {
-        out.extend_from_slice(b"\"-Infinity\"");
+        out.push(b"\"-Infinity\"");
     }
 }
 

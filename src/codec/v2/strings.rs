@@ -144,10 +144,22 @@ fn hex4(s: &[u8]) -> Result<u32, &'static str> {
 
 /// Appends `bytes` as a JSON string (with quotes), escaping what JSON
 /// requires. `bytes` must be valid UTF-8.
+#[inline]
 pub fn write_json_string(bytes: &[u8], out: &mut Vec<u8>) {
+    out.reserve(bytes.len() + 2);
     out.push(b'"');
     let mut start = 0;
-    for (i, &b) in bytes.iter().enumerate() {
+    let mut i = 0;
+    while i < bytes.len() {
+        // Eight bytes at a time while none needs escaping.
+        if let Some(word) = bytes.get(i..i + 8) {
+            let word = u64::from_le_bytes(word.try_into().unwrap_or_default());
+            if !needs_escape(word) {
+                i += 8;
+                continue;
+            }
+        }
+        let b = bytes[i];
         let esc: &[u8] = match b {
             b'"' => b"\\\"",
             b'\\' => b"\\\\",
@@ -162,17 +174,37 @@ pub fn write_json_string(bytes: &[u8], out: &mut Vec<u8>) {
                 out.extend_from_slice(b"\\u00");
                 out.push(HEX[(b >> 4) as usize]);
                 out.push(HEX[(b & 0xf) as usize]);
-                start = i + 1;
+                i += 1;
+                start = i;
                 continue;
             }
-            _ => continue,
+            _ => {
+                i += 1;
+                continue;
+            }
         };
         out.extend_from_slice(&bytes[start..i]);
         out.extend_from_slice(esc);
-        start = i + 1;
+        i += 1;
+        start = i;
     }
     out.extend_from_slice(&bytes[start..]);
     out.push(b'"');
+}
+
+/// Whether any of the eight bytes in `word` is a control character, `"` or
+/// `\\`. Each test sets a byte's top bit exactly when that byte matches or
+/// a lower byte did, so a zero result is exact; bytes of 0x80 and above
+/// never match.
+#[inline(always)]
+fn needs_escape(word: u64) -> bool {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let zero_byte = |v: u64| v.wrapping_sub(ONES) & !v & HIGH;
+    let control = word.wrapping_sub(ONES * 0x20) & !word & HIGH;
+    let quote = zero_byte(word ^ (ONES * u64::from(b'"')));
+    let backslash = zero_byte(word ^ (ONES * u64::from(b'\\')));
+    control | quote | backslash != 0
 }
 
 #[cfg(test)]
@@ -209,6 +241,29 @@ mod tests {
         assert_eq!(t.content(full), br#"ab\"cd"#);
         let mut scan = StringScan::default();
         assert_eq!(scan.scan(b"\"abc", true), Err("unterminated string"));
+    }
+
+    /// Every byte that JSON escapes, at every position of a long string,
+    /// beside multi-byte characters: the same text as escaping byte by byte.
+    #[test]
+    fn writes_escapes_at_any_position() {
+        fn reference(bytes: &[u8]) -> Vec<u8> {
+            let s = std::str::from_utf8(bytes).unwrap();
+            serde_json::to_vec(s).unwrap()
+        }
+        let base = "abcdefghé€😀ijklmnopqrstuvwxyz0123456789";
+        for special in [
+            '"', '\\', '\n', '\r', '\t', '\u{8}', '\u{c}', '\u{0}', '\u{1f}', '\u{7f}',
+        ] {
+            for at in 0..=base.chars().count() {
+                let mut text: String = base.chars().take(at).collect();
+                text.push(special);
+                text.extend(base.chars().skip(at));
+                let mut out = Vec::new();
+                write_json_string(text.as_bytes(), &mut out);
+                assert_eq!(out, reference(text.as_bytes()), "{text:?}");
+            }
+        }
     }
 
     #[test]
