@@ -360,6 +360,9 @@ impl std::fmt::Display for Int {
 /// exponent is [`NumError::NotInteger`], as Triton refuses `1.0` for INT32.
 #[inline(always)]
 pub fn parse_int(s: &[u8], eof: bool) -> Result<Option<(Int, usize)>, NumError> {
+    if let Some(short) = short_int(s) {
+        return Ok(Some(short));
+    }
     let mut i = 0;
     let negative = s.first() == Some(&b'-');
     i += usize::from(negative);
@@ -398,6 +401,38 @@ pub fn parse_int(s: &[u8], eof: bool) -> Result<Option<(Int, usize)>, NumError> 
         },
         i,
     )))
+}
+
+/// The common case of [`parse_int`]: a literal of at most seven digits
+/// (eight bytes with its sign) ended, within the same eight bytes, by a byte
+/// that may follow a number. One load at the start of `s` serves the sign,
+/// the digits and the end, so the next element's position does not wait on
+/// a chain of loads. Anything else (`None`) takes the general path, which
+/// also words the errors.
+#[inline(always)]
+fn short_int(s: &[u8]) -> Option<(Int, usize)> {
+    let chunk: [u8; 8] = s.get(..8)?.try_into().ok()?;
+    let negative = chunk[0] == b'-';
+    // A leading '-' (0x2d) reads as a leading '0', which adds nothing.
+    let v = u64::from_le_bytes(chunk) + 3 * u64::from(negative);
+    let a = v.wrapping_add(0x4646_4646_4646_4646);
+    let b = v.wrapping_sub(0x3030_3030_3030_3030);
+    let len = ((a | b) & 0x8080_8080_8080_8080).trailing_zeros() as usize / 8;
+    let first = usize::from(negative);
+    if len == 8 || len <= first || CANNOT_FOLLOW[usize::from(chunk[len])] {
+        return None;
+    }
+    if chunk[first] == b'0' && len > first + 1 {
+        return None;
+    }
+    let digits = b << (64 - 8 * len as u32);
+    Some((
+        Int {
+            negative,
+            magnitude: eight_digit_value(digits),
+        },
+        len,
+    ))
 }
 
 #[cold]

@@ -180,3 +180,34 @@ fn integers() {
     assert_eq!(parse_int(b"12", false), Ok(None));
     assert_eq!(parse_int(b"12,", false).unwrap().unwrap().1, 2);
 }
+
+/// The eight-byte fast path of `parse_int` agrees with the general path
+/// (taken for inputs shorter than eight bytes) on values, lengths and
+/// errors.
+#[test]
+fn short_integers_agree_with_the_general_path() {
+    let literals = [
+        "0", "-0", "7", "-7", "10", "1234567", "-1234567", "9999999", "-9999999", "12345678", "01",
+        "-01", "00", "-", "--1", "-x", "1.5", "-2e3", "12a", "1E2", "+1",
+    ];
+    for lit in literals {
+        for tail in [",", "]", " ", "}", ".", "e", "x", ""] {
+            let text = format!("{lit}{tail}");
+            let general = parse_int(text.as_bytes(), true);
+            let padded = format!("{text}        ");
+            let fast = parse_int(padded.as_bytes(), true);
+            match (&general, &fast) {
+                (Ok(Some(g)), Ok(Some(f))) => assert_eq!(g, f, "{text:?}"),
+                // With more input after it, "1." is a complete error.
+                _ => assert_eq!(
+                    general.is_ok(),
+                    fast.is_ok(),
+                    "{text:?}: {general:?} {fast:?}"
+                ),
+            }
+            if let (Err(g), Err(f)) = (general, fast) {
+                assert_eq!(g, f, "{text:?}");
+            }
+        }
+    }
+}
