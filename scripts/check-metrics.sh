@@ -4,7 +4,7 @@
 # /metrics and runs `promtool check metrics` on it.
 #   bash scripts/check-metrics.sh [path/to/tensorgate]
 set -euo pipefail
-BIN=${1:-target/release/tensorgate}
+BIN=${1:-${CARGO_TARGET_DIR:-target}/release/tensorgate}
 command -v promtool >/dev/null 2>&1 || { echo "promtool not found (apt-get install prometheus)" >&2; exit 1; }
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }

@@ -82,7 +82,7 @@ else
   else
     cargo build --bin tensorgate
   fi
-  export TENSORGATE_BIN="$ROOT/target/$PROFILE/tensorgate"
+  export TENSORGATE_BIN="${CARGO_TARGET_DIR:-$ROOT/target}/$PROFILE/tensorgate"
 fi
 export TENSORGATE_BIN
 

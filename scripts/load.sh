@@ -17,7 +17,7 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 SECONDS_PER_CASE=${1:-10}
 CONNECTIONS=${2:-16}
-BIN=${TENSORGATE_BIN:-target/release/tensorgate}
+BIN=${TENSORGATE_BIN:-${CARGO_TARGET_DIR:-target}/release/tensorgate}
 [ -x "$BIN" ] || cargo build --release --bin tensorgate >&2
 command -v wrk >/dev/null || { echo "wrk not found (apt-get install wrk)" >&2; exit 1; }
 

@@ -11,7 +11,7 @@
 # Everything listens on 127.0.0.1 and is stopped by PID.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
-BIN=${1:-target/release/tensorgate}
+BIN=${1:-${CARGO_TARGET_DIR:-target}/release/tensorgate}
 [ -x "$BIN" ] || cargo build --release --bin tensorgate >&2
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }

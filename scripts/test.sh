@@ -15,6 +15,8 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 ROOT=$(pwd)
+TARGET=${CARGO_TARGET_DIR:-$ROOT/target}
+BIN="$TARGET/release/tensorgate"
 
 step() { printf '\n==> %s\n' "$*" >&2; }
 started=$(date +%s)
@@ -51,14 +53,14 @@ cargo build --locked --release --bin tensorgate
 cargo test --locked --all-targets
 
 step "promtool check metrics on a real scrape"
-bash scripts/check-metrics.sh "$ROOT/target/release/tensorgate"
+bash scripts/check-metrics.sh "$BIN"
 
 step "deploy manifests, dashboard, Dockerfile"
-TENSORGATE_BIN="$ROOT/target/release/tensorgate" bash scripts/validate-deploy.sh
+TENSORGATE_BIN="$BIN" bash scripts/validate-deploy.sh
 
 if [ -x scripts/conformance.sh ] || [ -f scripts/conformance.sh ]; then
   step "conformance with real clients"
-  TENSORGATE_BIN="$ROOT/target/release/tensorgate" bash scripts/conformance.sh
+  TENSORGATE_BIN="$BIN" bash scripts/conformance.sh
 fi
 
 step "all tests passed in $(( $(date +%s) - started ))s"
