@@ -483,7 +483,15 @@ impl Sink for BytesSink {
     fn number(_: &[u8], _: bool, _: &mut Vec<u8>) -> Result<Option<usize>, SinkError> {
         Err(SinkError::Type("a number"))
     }
+    #[inline]
     fn string(content: &[u8], escaped: bool, out: &mut Vec<u8>) -> Result<(), SinkError> {
+        if !escaped && strings::is_plain_ascii(content) {
+            // Most text: ASCII needs no UTF-8 check (and has no controls).
+            let len = u32::try_from(content.len()).map_err(|_| SinkError::Range)?;
+            out.extend_from_slice(&len.to_le_bytes());
+            out.extend_from_slice(content);
+            return Ok(());
+        }
         let at = out.len();
         out.extend_from_slice(&[0; 4]);
         if escaped {

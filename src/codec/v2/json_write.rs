@@ -14,7 +14,7 @@ use half::{bf16, f16};
 use serde_json::{Map, Value};
 
 use super::model::{Document, EntryData, TensorEntry};
-use super::strings::write_json_string;
+use super::strings::{is_plain_ascii, write_json_string};
 use batch::{Batch, TextOut};
 
 mod batch;
@@ -188,7 +188,18 @@ impl ValueWriter {
                 let Some((element, rest)) = rest.split_at_checked(len) else {
                     break;
                 };
-                self.string_element(element, out)?;
+                if is_plain_ascii(element) {
+                    // Most text: quoted as it is.
+                    if self.count > 0 {
+                        out.push(b',');
+                    }
+                    self.count += 1;
+                    out.push(b'"');
+                    out.extend_from_slice(element);
+                    out.push(b'"');
+                } else {
+                    self.string_element(element, out)?;
+                }
                 data = rest;
             }
         }

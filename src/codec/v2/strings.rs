@@ -148,6 +148,11 @@ fn hex4(s: &[u8]) -> Result<u32, &'static str> {
 pub fn write_json_string(bytes: &[u8], out: &mut Vec<u8>) {
     out.reserve(bytes.len() + 2);
     out.push(b'"');
+    if !any_escape(bytes) {
+        out.extend_from_slice(bytes);
+        out.push(b'"');
+        return;
+    }
     let mut start = 0;
     let mut i = 0;
     while i < bytes.len() {
@@ -190,6 +195,47 @@ pub fn write_json_string(bytes: &[u8], out: &mut Vec<u8>) {
     }
     out.extend_from_slice(&bytes[start..]);
     out.push(b'"');
+}
+
+/// Whether any byte of `bytes` needs escaping in a JSON string.
+#[inline]
+fn any_escape(bytes: &[u8]) -> bool {
+    any_word(bytes, needs_escape, |b| b < 0x20 || b == b'"' || b == b'\\')
+}
+
+/// Whether `bytes` is ASCII that a JSON string holds as it is: valid UTF-8
+/// with nothing to escape, so it can be quoted without further checks.
+#[inline]
+pub fn is_plain_ascii(bytes: &[u8]) -> bool {
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    !any_word(
+        bytes,
+        |w| w & HIGH != 0 || needs_escape(w),
+        |b| b < 0x20 || b == b'"' || b == b'\\' || b >= 0x80,
+    )
+}
+
+/// Whether `word_test` holds for any 8-byte word of `bytes`, reading the
+/// last partial word overlapping the one before it; `byte_test` for inputs
+/// shorter than a word.
+#[inline(always)]
+fn any_word(bytes: &[u8], word_test: impl Fn(u64) -> bool, byte_test: impl Fn(u8) -> bool) -> bool {
+    let n = bytes.len();
+    if n < 8 {
+        return bytes.iter().any(|&b| byte_test(b));
+    }
+    let word = |at: usize| {
+        let w: [u8; 8] = bytes[at..at + 8].try_into().unwrap_or_default();
+        word_test(u64::from_le_bytes(w))
+    };
+    let mut at = 0;
+    while at + 8 <= n {
+        if word(at) {
+            return true;
+        }
+        at += 8;
+    }
+    at < n && word(n - 8)
 }
 
 /// Whether any of the eight bytes in `word` is a control character, `"` or
@@ -262,6 +308,28 @@ mod tests {
                 let mut out = Vec::new();
                 write_json_string(text.as_bytes(), &mut out);
                 assert_eq!(out, reference(text.as_bytes()), "{text:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn plain_ascii() {
+        for text in [
+            "",
+            "a",
+            "abcdefg",
+            "abcdefgh",
+            "abcdefghijklmnopq",
+            "0123456789abcdef",
+        ] {
+            assert!(is_plain_ascii(text.as_bytes()), "{text:?}");
+            for bad in ["\"", "\\", "\n", "\u{1}", "é", "\u{7f}\u{80}"] {
+                for at in 0..=text.len() {
+                    let t = format!("{}{bad}{}", &text[..at], &text[at..]);
+                    let plain =
+                        !t.contains(['"', '\\']) && t.bytes().all(|b| (0x20..0x80).contains(&b));
+                    assert_eq!(is_plain_ascii(t.as_bytes()), plain, "{t:?}");
+                }
             }
         }
     }
