@@ -11,7 +11,9 @@
 //! - INT64 "pm1e6": uniform in [-1e6, 1e6]; "tokens": uniform in [0, 50000).
 //! - BYTES: ASCII strings of 8 to 16 letters.
 
+use std::collections::BTreeMap;
 use std::hint::black_box;
+use std::sync::Mutex;
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
@@ -24,6 +26,22 @@ use tensorgate::codec::v2::{DocKind, DocLimits, DocParser};
 use tensorgate::tensor::{DataType, Shape, Tensor, bytes_layout};
 
 const N: usize = 1 << 20;
+
+/// Records the JSON (or wire) size behind a benchmark id, so that
+/// `benches/report.py` can give MB/s for every row: written to
+/// `target/criterion/codecs-input-sizes.json`.
+fn record_size(id: &str, bytes: usize) {
+    static SIZES: Mutex<BTreeMap<String, usize>> = Mutex::new(BTreeMap::new());
+    let mut sizes = SIZES.lock().unwrap_or_else(|e| e.into_inner());
+    sizes.insert(id.to_owned(), bytes);
+    let dir = std::env::var("CARGO_TARGET_DIR").unwrap_or_else(|_| "target".to_owned());
+    let path = std::path::Path::new(&dir).join("criterion");
+    let _ = std::fs::create_dir_all(&path);
+    let _ = std::fs::write(
+        path.join("codecs-input-sizes.json"),
+        serde_json::to_vec_pretty(&*sizes).unwrap_or_default(),
+    );
+}
 
 struct Rng(u64);
 
@@ -142,6 +160,7 @@ fn json_to_binary(c: &mut Criterion) {
             assert_eq!(parse_data(DataType::F32, &json), f32_bin);
         }
         eprintln!("FP32 {style}: {} JSON bytes", json.len());
+        record_size(&format!("json_to_binary/fp32/{style}"), json.len());
         g.bench_function(BenchmarkId::new("fp32_tensorgate", style), |b| {
             b.iter(|| parse_data(DataType::F32, black_box(&json)))
         });
@@ -157,6 +176,7 @@ fn json_to_binary(c: &mut Criterion) {
             le_bytes(&ints, i64::to_le_bytes)
         );
         eprintln!("INT64 {style}: {} JSON bytes", json.len());
+        record_size(&format!("json_to_binary/int64/{style}"), json.len());
         g.bench_function(BenchmarkId::new("int64_tensorgate", style), |b| {
             b.iter(|| parse_data(DataType::I64, black_box(&json)))
         });
@@ -171,6 +191,7 @@ fn json_to_binary(c: &mut Criterion) {
         bytes_layout::build(&strs).to_vec()
     );
     eprintln!("BYTES: {} JSON bytes", json.len());
+    record_size("json_to_binary/bytes/ascii8to16", json.len());
     g.bench_function(BenchmarkId::new("bytes_tensorgate", "ascii8to16"), |b| {
         b.iter(|| parse_data(DataType::Bytes, black_box(&json)))
     });
@@ -205,6 +226,7 @@ fn binary_to_json(c: &mut Criterion) {
     let f32s = f32_values();
     let bin = le_bytes(&f32s, f32::to_le_bytes);
     write_data(DataType::F32, &bin, &mut out);
+    record_size("binary_to_json/fp32", out.len() + 2);
     let back: Vec<f32> = serde_json::from_slice(&[b"[", &out[..], b"]"].concat()).unwrap();
     assert_eq!(back, f32s);
     g.bench_function("fp32_tensorgate", |b| {
@@ -216,6 +238,8 @@ fn binary_to_json(c: &mut Criterion) {
 
     let ints = i64_values(false);
     let bin = le_bytes(&ints, i64::to_le_bytes);
+    write_data(DataType::I64, &bin, &mut out);
+    record_size("binary_to_json/int64", out.len() + 2);
     g.bench_function("int64_tensorgate", |b| {
         b.iter(|| write_data(DataType::I64, black_box(&bin), &mut out))
     });
@@ -225,6 +249,8 @@ fn binary_to_json(c: &mut Criterion) {
 
     let strs = strings();
     let bin = bytes_layout::build(&strs);
+    write_data(DataType::Bytes, &bin, &mut out);
+    record_size("binary_to_json/bytes", out.len() + 2);
     g.bench_function("bytes_tensorgate", |b| {
         b.iter(|| write_data(DataType::Bytes, black_box(&bin), &mut out))
     });
@@ -246,6 +272,7 @@ fn document(c: &mut Criterion) {
         parse(&body).unwrap().tensors[0].binary_size(),
         Some(4 * N as u64)
     );
+    record_size("document/request_fp32", body.len());
     let mut g = c.benchmark_group("document");
     g.throughput(Throughput::Elements(N as u64));
     g.bench_function("request_fp32_tensorgate", |b| {
@@ -279,6 +306,7 @@ fn decthings(c: &mut Criterion) {
         let mut wire = BytesMut::new();
         decthings::encode(&t, Layout::Current, &mut wire).unwrap();
         let wire = wire.freeze();
+        record_size(&format!("decthings_f32/{label}"), wire.len());
         let limits = Limits::default();
         // Zero-copy evidence: the decoded data lies inside the input buffer,
         // and the encoded data part is the tensor's own buffer.

@@ -629,7 +629,7 @@ proptest! {
 }
 
 /// Every f32 bit pattern through `ValueWriter` and back through
-/// `DataParser`. About two minutes in release:
+/// `DataParser`. About five minutes in release:
 /// `cargo test --release --test proptest_codecs -- --ignored`.
 #[test]
 #[ignore = "exhaustive: run in release with --ignored"]
