@@ -45,7 +45,10 @@ start() {
 }
 
 case "${1:-}" in
-  setup) setup && tg_log "setup complete ($VENV)" ;;
+  setup)
+    setup
+    tg_log "setup complete ($VENV)"
+    ;;
   start) start "${2:-}" ;;
   stop) tg_stop ;;
   status) tg_status /v2/health/ready ;;

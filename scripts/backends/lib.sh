@@ -75,8 +75,13 @@ tg_make_venv() {
   tg_log "creating $venv (python $pyver)"
   rm -rf "$venv"
   mkdir -p "$(dirname "$venv")"
-  "$TG_PYTHON" -m venv "$venv" >&2
-  "$venv/bin/python" -m pip install --disable-pip-version-check -q -r "$req" >&2
+  # Explicit checks: callers may run this where `set -e` does not apply, and
+  # the stamp must only ever mark a complete install.
+  "$TG_PYTHON" -m venv "$venv" >&2 || tg_die "could not create $venv"
+  if ! "$venv/bin/python" -m pip install --disable-pip-version-check -q -r "$req" >&2; then
+    rm -rf "$venv"
+    tg_die "could not install $req into $venv"
+  fi
   printf '%s\n' "$want" >"$stamp"
 }
 
