@@ -147,6 +147,12 @@ fn digit_run(s: &[u8], i: &mut usize, mantissa: &mut u64) -> usize {
                 .wrapping_mul(100_000_000)
                 .wrapping_add(eight_digit_value(b));
             *i += 8;
+            // Runs of exactly eight digits (`%.8f`) are common: when the
+            // first group is all there is, one byte says so. (Not after
+            // later groups: Python's 16 or 17 digits would mispredict.)
+            if *i - start == 8 && !s.get(*i).is_some_and(u8::is_ascii_digit) {
+                return 8;
+            }
             continue;
         }
         // The digits before the first non-digit, moved to the top bytes:
