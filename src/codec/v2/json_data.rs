@@ -287,6 +287,16 @@ impl DataParser {
         if s.starts_with(b"-I") {
             return self.literal::<S>(s, eof);
         }
+        // Messages that quote the number wait until the text they quote is
+        // all here, so that they do not depend on where the input was split
+        // (`1.5+88|88` and `1.5+8888` must say the same).
+        let quotes = matches!(
+            e,
+            SinkError::Num(NumError::NotInteger | NumError::Overflow) | SinkError::Range
+        );
+        if quotes && !eof && token_text_len(s) == s.len() && s.len() < TOKEN_TEXT_MAX {
+            return Ok(None);
+        }
         Err(self.number_error(e, s))
     }
 
@@ -429,13 +439,20 @@ enum Literal {
     Null,
 }
 
+/// Longest number text an error message quotes.
+const TOKEN_TEXT_MAX: usize = 40;
+
+/// The number text an error message quotes: the run of number characters
+/// at the start of `s`, at most [`TOKEN_TEXT_MAX`] bytes.
 fn token_text(s: &[u8]) -> String {
-    let end = s
-        .iter()
+    String::from_utf8_lossy(&s[..token_text_len(s)]).into_owned()
+}
+
+fn token_text_len(s: &[u8]) -> usize {
+    s.iter()
         .position(|c| !matches!(c, b'0'..=b'9' | b'-' | b'+' | b'.' | b'e' | b'E'))
         .unwrap_or(s.len())
-        .min(40);
-    String::from_utf8_lossy(&s[..end]).into_owned()
+        .min(TOKEN_TEXT_MAX)
 }
 
 #[inline]

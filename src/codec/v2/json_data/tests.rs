@@ -297,3 +297,33 @@ fn depth_and_count_limits() {
         Err(DataError::MoreThanShape { expected: 2 })
     );
 }
+
+/// Found by the `v2_document` fuzz target: an error quoting the number
+/// (`1.588+8888...` for INT8) quoted only the part of it before the chunk
+/// boundary, so the message depended on where the input was split.
+#[test]
+fn quoted_number_errors_do_not_depend_on_the_split() {
+    for (dtype, json) in [
+        (DataType::I8, "[1.588+8888888888888684444444444444]"),
+        (DataType::U8, "[300-5]"),
+        (DataType::I64, "[123456789012345678901234567890]"),
+        (DataType::F32, "[1e39e+5]"),
+    ] {
+        let whole = DataParser::new(dtype, None, 10, 10)
+            .parse(json.as_bytes(), true)
+            .unwrap_err();
+        for at in 1..json.len() {
+            let mut p = DataParser::new(dtype, None, 10, 10);
+            let (first, rest) = json.as_bytes().split_at(at);
+            let err = match p.parse(first, false) {
+                Err(e) => e,
+                Ok(Progress::NeedMore(used)) => {
+                    let tail = [&first[used..], rest].concat();
+                    p.parse(&tail, true).unwrap_err()
+                }
+                Ok(Progress::Done(_)) => panic!("{json} done at {at}"),
+            };
+            assert_eq!(err, whole, "{json} split at {at}");
+        }
+    }
+}
