@@ -68,6 +68,10 @@ enum Expect {
     CommaOrClose,
 }
 
+/// Most bytes reserved from a declared shape before any data has arrived;
+/// larger tensors grow as their data comes in.
+pub const MAX_RESERVE: usize = 16 << 20;
+
 /// Converts one JSON `data` value into binary tensor data.
 #[derive(Debug)]
 pub struct DataParser {
@@ -85,13 +89,15 @@ pub struct DataParser {
 
 impl DataParser {
     /// A parser for `dtype` elements. `expected` is the shape's element count
-    /// when the shape is already known: the output is allocated once and a
-    /// longer array is refused as soon as it overflows.
+    /// when the shape is already known: the output is allocated up front (at
+    /// most [`MAX_RESERVE`] bytes, so a declared shape alone cannot claim
+    /// memory the data never fills) and a longer array is refused as soon as
+    /// it overflows.
     pub fn new(dtype: DataType, expected: Option<u64>, max_elements: u64, max_depth: u32) -> Self {
         let max = expected.map_or(max_elements, |e| e.min(max_elements));
         let capacity = match (expected, dtype.fixed_size()) {
             (Some(e), Some(size)) if e <= max_elements => {
-                (e as usize).saturating_mul(size).min(1 << 30)
+                (e as usize).saturating_mul(size).min(MAX_RESERVE)
             }
             _ => 0,
         };

@@ -327,3 +327,9 @@ fn quoted_number_errors_do_not_depend_on_the_split() {
         }
     }
 }
+
+#[test]
+fn a_declared_shape_reserves_a_bounded_amount() {
+    let p = DataParser::new(DataType::F64, Some(1 << 28), 1 << 28, 100);
+    assert!(p.into_data().0.capacity() <= MAX_RESERVE);
+}
