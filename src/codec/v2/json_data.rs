@@ -614,31 +614,26 @@ impl Float for f32 {
     }
 }
 
-impl Float for f16 {
-    fn narrow(v: f64) -> Result<Self, SinkError> {
-        let f = f16::from_f64(v);
-        if f.is_infinite() && v.is_finite() {
-            return Err(SinkError::Range);
+/// FP16 and BF16: rounded once from the double (`half` rounds to nearest
+/// even).
+macro_rules! half_float {
+    ($($t:ty),*) => {$(
+        impl Float for $t {
+            fn narrow(v: f64) -> Result<Self, SinkError> {
+                let f = <$t>::from_f64(v);
+                if f.is_infinite() && v.is_finite() {
+                    return Err(SinkError::Range);
+                }
+                Ok(f)
+            }
+            fn write(self, out: &mut Vec<u8>) {
+                out.extend_from_slice(&self.to_le_bytes());
+            }
         }
-        Ok(f)
-    }
-    fn write(self, out: &mut Vec<u8>) {
-        out.extend_from_slice(&self.to_le_bytes());
-    }
+    )*};
 }
 
-impl Float for bf16 {
-    fn narrow(v: f64) -> Result<Self, SinkError> {
-        let f = bf16::from_f64(v);
-        if f.is_infinite() && v.is_finite() {
-            return Err(SinkError::Range);
-        }
-        Ok(f)
-    }
-    fn write(self, out: &mut Vec<u8>) {
-        out.extend_from_slice(&self.to_le_bytes());
-    }
-}
+half_float!(f16, bf16);
 
 struct FloatSink<T>(std::marker::PhantomData<T>);
 
