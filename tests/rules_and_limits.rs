@@ -120,15 +120,8 @@ async fn size_limits_are_413() {
 
     // A JSON header longer than max_json_header_bytes.
     let header = json!({"id": "y".repeat(600), "inputs": [{"name":"INPUT1","shape":[1],"datatype":"INT32","parameters":{"binary_data_size":4}}]});
-    let (body, n) = binary_body(&header, &[&[1, 0, 0, 0]]);
-    let got = send(
-        gw.data_addr,
-        "POST",
-        INFER,
-        &[("inference-header-content-length", &n.to_string())],
-        body,
-    )
-    .await;
+    let n = serde_json::to_vec(&header).unwrap().len();
+    let got = post_binary(gw.data_addr, INFER, &header, &[&[1, 0, 0, 0]]).await;
     assert_eq!(got.status, 413);
     assert_eq!(
         got.error(),
@@ -209,15 +202,7 @@ async fn binary_framing_errors() {
     let ihcl = |n: usize| n.to_string();
 
     // Short body.
-    let (body, n) = binary_body(&header, &[&data0, &[1, 0]]);
-    let got = send(
-        gw.data_addr,
-        "POST",
-        INFER,
-        &[("inference-header-content-length", &ihcl(n))],
-        body,
-    )
-    .await;
+    let got = post_binary(gw.data_addr, INFER, &header, &[&data0, &[1, 0]]).await;
     assert_eq!(got.status, 400);
     assert_eq!(
         got.error(),
@@ -225,15 +210,7 @@ async fn binary_framing_errors() {
     );
 
     // Trailing bytes.
-    let (body, n) = binary_body(&header, &[&data0, &[1, 0, 0, 0, 9, 9]]);
-    let got = send(
-        gw.data_addr,
-        "POST",
-        INFER,
-        &[("inference-header-content-length", &ihcl(n))],
-        body,
-    )
-    .await;
+    let got = post_binary(gw.data_addr, INFER, &header, &[&data0, &[1, 0, 0, 0, 9, 9]]).await;
     assert_eq!(got.status, 400);
     assert_eq!(
         got.error(),
@@ -280,15 +257,7 @@ async fn binary_framing_errors() {
         {"name":"INPUT0","shape":[1,4],"datatype":"FP32","parameters":{"binary_data_size":12}},
         {"name":"INPUT1","shape":[1],"datatype":"INT32","parameters":{"binary_data_size":4}}
     ]});
-    let (body, n) = binary_body(&bad, &[&data0[..12], &[1, 0, 0, 0]]);
-    let got = send(
-        gw.data_addr,
-        "POST",
-        INFER,
-        &[("inference-header-content-length", &ihcl(n))],
-        body,
-    )
-    .await;
+    let got = post_binary(gw.data_addr, INFER, &bad, &[&data0[..12], &[1, 0, 0, 0]]).await;
     assert_eq!(got.status, 400);
     assert_eq!(
         got.error(),
@@ -300,15 +269,7 @@ async fn binary_framing_errors() {
         {"name":"INPUT0","shape":[4],"datatype":"FP32","parameters":{"binary_data_size":16}},
         {"name":"INPUT1","shape":[1],"datatype":"INT32","parameters":{"binary_data_size":4}}
     ]});
-    let (body, n) = binary_body(&wrong, &[&data0, &[1, 0, 0, 0]]);
-    let got = send(
-        gw.data_addr,
-        "POST",
-        INFER,
-        &[("inference-header-content-length", &ihcl(n))],
-        body,
-    )
-    .await;
+    let got = post_binary(gw.data_addr, INFER, &wrong, &[&data0, &[1, 0, 0, 0]]).await;
     assert_eq!(got.status, 400);
     assert_eq!(
         got.error(),
@@ -323,13 +284,11 @@ async fn bytes_input_framing_is_checked() {
     let backend = TestBackend::start(|_| async { reply(500, &[], "unreachable") }).await;
     let gw = gateway(&simple_config(&backend.url(), "")).await;
     let header = json!({"inputs": [{"name":"S","shape":[2],"datatype":"BYTES","parameters":{"binary_data_size":9}}]});
-    let (body, n) = binary_body(&header, &[b"\x01\x00\x00\x00a\x09\x00\x00\x00"]);
-    let got = send(
+    let got = post_binary(
         gw.data_addr,
-        "POST",
         "/v2/models/m/infer",
-        &[("inference-header-content-length", &n.to_string())],
-        body,
+        &header,
+        &[b"\x01\x00\x00\x00a\x09\x00\x00\x00"],
     )
     .await;
     assert_eq!(got.status, 400);

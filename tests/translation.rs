@@ -197,15 +197,7 @@ async fn binary_client_gets_the_same_bytes_back() {
     for (dtype, shape, data, _) in samples() {
         let header = json!({"inputs": [{"name": "IN", "shape": shape, "datatype": dtype, "parameters": {"binary_data_size": data.len()}}],
                             "parameters": {"binary_data_output": true}});
-        let (body, n) = binary_body(&header, &[&data]);
-        let got = send(
-            gw.data_addr,
-            "POST",
-            "/v2/models/identity/infer",
-            &[("inference-header-content-length", &n.to_string())],
-            body,
-        )
-        .await;
+        let got = post_binary(gw.data_addr, "/v2/models/identity/infer", &header, &[&data]).await;
         assert_eq!(
             got.status,
             200,
@@ -247,15 +239,7 @@ async fn json_in_binary_out_and_binary_in_json_out() {
         }
         // Binary in, JSON out.
         let header = json!({"inputs": [{"name": "IN", "shape": shape, "datatype": dtype, "parameters": {"binary_data_size": data.len()}}]});
-        let (body, n) = binary_body(&header, &[&data]);
-        let got = send(
-            gw.data_addr,
-            "POST",
-            "/v2/models/identity/infer",
-            &[("inference-header-content-length", &n.to_string())],
-            body,
-        )
-        .await;
+        let got = post_binary(gw.data_addr, "/v2/models/identity/infer", &header, &[&data]).await;
         assert_eq!(got.status, 200, "{dtype}");
         assert_eq!(got.header("content-type"), Some("application/json"));
         assert!(
@@ -427,15 +411,7 @@ async fn json_backend_format() {
     for (dtype, shape, data, values) in samples() {
         let header = json!({"inputs": [{"name": "IN", "shape": shape, "datatype": dtype, "parameters": {"binary_data_size": data.len()}}],
                             "parameters": {"binary_data_output": true}});
-        let (body, n) = binary_body(&header, &[&data]);
-        let got = send(
-            gw.data_addr,
-            "POST",
-            "/v2/models/identity/infer",
-            &[("inference-header-content-length", &n.to_string())],
-            body,
-        )
-        .await;
+        let got = post_binary(gw.data_addr, "/v2/models/identity/infer", &header, &[&data]).await;
         assert_eq!(
             got.status,
             200,

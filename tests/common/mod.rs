@@ -351,3 +351,22 @@ pub async fn next_data(body: &mut Incoming) -> Option<Bytes> {
         }
     }
 }
+
+/// Posts a binary-extension body (JSON header, then `chunks`) with its
+/// `Inference-Header-Content-Length`.
+pub async fn post_binary(
+    addr: SocketAddr,
+    path: &str,
+    header: &serde_json::Value,
+    chunks: &[&[u8]],
+) -> Got {
+    let (body, n) = binary_body(header, chunks);
+    send(
+        addr,
+        "POST",
+        path,
+        &[("inference-header-content-length", &n.to_string())],
+        body,
+    )
+    .await
+}
