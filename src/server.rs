@@ -23,9 +23,9 @@ use tokio::task::JoinHandle;
 use tower::ServiceBuilder;
 
 use crate::config::Config;
+use crate::gateway::Gateway;
+use crate::gateway::body::{Body, full};
 use crate::metrics::Metrics;
-use crate::proxy::Gateway;
-use crate::proxy::body::{Body, full};
 
 /// A running gateway.
 #[derive(Debug)]

@@ -363,7 +363,7 @@ fn entry() -> impl Strategy<Value = TensorEntry> {
                 let mut parameters: Map<String, Value> = params.into_iter().collect();
                 let n = count(&shape) as u64;
                 let data = match form {
-                    0 => EntryData::Json {
+                    0 => EntryData::Inline {
                         data: Bytes::from(canonical(datatype, &data)),
                         elements: n,
                     },
@@ -410,7 +410,7 @@ fn document() -> impl Strategy<Value = Document> {
 
 fn form(entry: &TensorEntry) -> TensorForm {
     match entry.data {
-        EntryData::Json { .. } => TensorForm::Json,
+        EntryData::Inline { .. } => TensorForm::Json,
         EntryData::Binary { size } => TensorForm::Binary(size),
         EntryData::SharedMemory => TensorForm::AsIs,
     }

@@ -18,9 +18,12 @@ use serde_json::Value;
 
 use crate::codec::decthings::{self, DecodeError, EncodeError, Layout, Limits};
 use crate::codec::describe::{self, DescribeError};
-use crate::codec::v2::framing::{self, ChunkSplitter, FramingError, HeaderReader};
+use crate::codec::v2::framing::{self, FramingError, HeaderReader};
 use crate::codec::v2::json_write::{TensorForm, inline_data, write_document};
-use crate::codec::v2::{DocError, DocKind, DocLimits, DocParser, EntryData, Subject};
+use crate::codec::v2::{
+    BinaryCollector, DocError, DocKind, DocLimits, DocParser, EntryData, Subject,
+};
+use crate::gateway::client_body::concat;
 use crate::tensor::check_data;
 
 /// A debugging command failed; `main` prints it and exits with status 1.
@@ -275,7 +278,7 @@ pub fn to_binary_bytes(json: &[u8], kind: DocKind) -> Result<(Vec<u8>, usize), C
     write_document(
         &doc,
         |_, t| match &t.data {
-            EntryData::Json { data, .. } => TensorForm::Binary(data.len() as u64),
+            EntryData::Inline { data, .. } => TensorForm::Binary(data.len() as u64),
             _ => TensorForm::AsIs,
         },
         |_, _| None,
@@ -301,20 +304,20 @@ pub fn to_json_bytes(mut body: Bytes, header_len: u64, kind: DocKind) -> Result<
         .push(&mut body)
         .unwrap_or_default();
     let doc = DocParser::parse(kind, DocLimits::default(), &header)?;
-    let mut splitter = ChunkSplitter::new(doc.binary_sizes().collect());
-    let mut pieces = Vec::new();
-    splitter.push(body, &mut pieces)?;
-    if let Err((i, missing)) = splitter.finish(&mut pieces) {
-        return Err(CliError::Tensor {
-            subject: subject(kind, i, &doc.tensors[i].name),
-            problem: format!("binary data ends early: {missing} more bytes were expected"),
-        });
-    }
-    let mut binary: Vec<BytesMut> = vec![BytesMut::new(); doc.tensors.len()];
-    for p in pieces {
-        binary[p.tensor].extend_from_slice(&p.data);
-    }
-    let binary: Vec<Bytes> = binary.into_iter().map(BytesMut::freeze).collect();
+    let mut collector = BinaryCollector::new(&doc);
+    collector.push(body)?;
+    let binary: Vec<Bytes> = collector
+        .finish()
+        .map_err(|short| CliError::Tensor {
+            subject: subject(kind, short.tensor, &doc.tensors[short.tensor].name),
+            problem: format!(
+                "binary data ends early: {} more bytes were expected",
+                short.missing_total
+            ),
+        })?
+        .into_iter()
+        .map(concat)
+        .collect();
     for (i, t) in doc.tensors.iter().enumerate() {
         if matches!(t.data, EntryData::Binary { .. }) {
             check_data(t.datatype, &t.shape, &binary[i]).map_err(|e| CliError::Tensor {

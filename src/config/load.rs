@@ -508,6 +508,7 @@ impl Walker {
                 outputs,
                 allow_unknown_inputs,
             },
+            allow_control: Vec::new(),
         })
     }
 

@@ -15,6 +15,7 @@ use std::time::Duration;
 
 pub use load::{ConfigError, ConfigErrors, from_str, load_file};
 
+use crate::codec::v2::path::Control;
 use crate::rules::RouteRules;
 
 /// The whole, validated configuration.
@@ -179,4 +180,14 @@ pub struct Route {
     pub backend_format: WireFormat,
     pub limits: Limits,
     pub rules: RouteRules,
+    /// Control-plane endpoints passed through on this route (none by
+    /// default: a gateway must not let any client load models or register
+    /// shared memory).
+    pub allow_control: Vec<Control>,
+}
+
+impl Route {
+    pub fn allows_control(&self, kind: Control) -> bool {
+        self.allow_control.contains(&kind)
+    }
 }

@@ -2,35 +2,30 @@
 //! reads it) are decompressed, up to the body limit; anything else is
 //! Triton's 501.
 
-use std::io::Read;
-
 use bytes::Bytes;
-use flate2::read::{GzDecoder, ZlibDecoder};
 use http::HeaderMap;
-use http::header::CONTENT_ENCODING;
 
 use super::error::DemoError;
+use crate::gateway::client_body::concat;
+use crate::gateway::encoding::{DecodeError, Decoder, request_coding};
 
+/// The body, decompressed (bounded by `limit`) as its `Content-Encoding`
+/// says, with the gateway's own decoder.
 pub fn decode_body(headers: &HeaderMap, body: Bytes, limit: usize) -> Result<Bytes, DemoError> {
-    let Some(encoding) = headers.get(CONTENT_ENCODING) else {
+    let coding = request_coding(headers).map_err(|_| DemoError::UnsupportedEncoding)?;
+    let Some(mut decoder) = Decoder::new(coding, limit as u64) else {
         return Ok(body);
     };
-    let encoding = encoding.to_str().unwrap_or("").trim().to_ascii_lowercase();
-    let reader: Box<dyn Read + '_> = match encoding.as_str() {
-        "" | "identity" => return Ok(body),
-        "gzip" | "x-gzip" => Box::new(GzDecoder::new(&body[..])),
-        "deflate" => Box::new(ZlibDecoder::new(&body[..])),
-        _ => return Err(DemoError::UnsupportedEncoding),
+    let error = |e: DecodeError| match e {
+        DecodeError::TooLarge => DemoError::TooLarge { limit },
+        DecodeError::Corrupt(detail) => DemoError::Invalid(format!(
+            "request body is not valid {}: {detail}",
+            coding.name()
+        )),
     };
-    let mut out = Vec::new();
-    reader
-        .take(limit as u64 + 1)
-        .read_to_end(&mut out)
-        .map_err(|e| DemoError::Invalid(format!("request body is not valid {encoding}: {e}")))?;
-    if out.len() > limit {
-        return Err(DemoError::TooLarge { limit });
-    }
-    Ok(Bytes::from(out))
+    let head = decoder.push(&body).map_err(error)?;
+    let tail = decoder.finish().map_err(error)?;
+    Ok(concat(vec![head, tail]))
 }
 
 #[cfg(test)]
@@ -40,6 +35,7 @@ mod tests {
     use flate2::Compression;
     use flate2::write::{GzEncoder, ZlibEncoder};
     use http::HeaderValue;
+    use http::header::CONTENT_ENCODING;
 
     use super::*;
 

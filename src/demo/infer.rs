@@ -3,32 +3,27 @@
 //! as Triton does (docs/TRITON-FACTS.md §2) and writes the response with
 //! [`write_document`].
 
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 use http::{HeaderMap, Response};
 use serde_json::{Map, Value};
 
 use super::error::DemoError;
 use super::models::{Model, Named, VERSION};
 use super::respond::{self, Body};
-use crate::codec::v2::framing::{self, ChunkSplitter, HeaderReader, IHCL_HEADER};
+use crate::codec::v2::framing::{self, HeaderReader, IHCL_HEADER};
 use crate::codec::v2::json_write::{TensorForm, write_document};
-use crate::codec::v2::{DocKind, DocLimits, DocParser, Document, EntryData, TensorEntry};
+use crate::codec::v2::{
+    BinaryCollector, DocKind, DocLimits, DocParser, Document, EntryData, OutputSelection,
+    TensorEntry, collect,
+};
+use crate::gateway::client_body::concat;
 use crate::tensor::Tensor;
-
-/// Which outputs the client asked for.
-#[derive(Debug, PartialEq)]
-enum Wanted {
-    /// No `outputs` list: every output, binary iff `binary_data_output`.
-    All { binary: bool },
-    /// Only these, each binary iff its own `binary_data`.
-    Listed(Vec<(String, bool)>),
-}
 
 #[derive(Debug)]
 struct InferRequest {
     id: Option<String>,
     inputs: Vec<Named>,
-    wanted: Wanted,
+    wanted: OutputSelection,
 }
 
 /// Serves one inference on a whole (decompressed) body.
@@ -93,13 +88,10 @@ fn read_request(
             "shared memory inputs are not supported by the demo server".to_owned(),
         ));
     }
-    let mut binary = binary_data(model, &doc, body)?;
+    let data = collect::tensor_data(&doc, binary_data(model, &doc, body)?);
     let mut inputs = Vec::with_capacity(doc.tensors.len());
-    for (entry, bin) in doc.tensors.iter().zip(binary.iter_mut()) {
-        let data = match &entry.data {
-            EntryData::Json { data, .. } => data.clone(),
-            _ => bin.take().unwrap_or_default(),
-        };
+    for (entry, pieces) in doc.tensors.iter().zip(data) {
+        let data = concat(pieces.unwrap_or_default());
         let tensor = Tensor::new(entry.datatype, entry.shape.clone(), data)
             .map_err(|e| DemoError::Framing(format!("input '{}': {e}", entry.name)))?;
         inputs.push((entry.name.clone(), tensor));
@@ -112,117 +104,59 @@ fn read_request(
 }
 
 /// Splits what follows the header into each binary input's bytes.
-fn binary_data(
-    model: &Model,
-    doc: &Document,
-    rest: Bytes,
-) -> Result<Vec<Option<Bytes>>, DemoError> {
-    let sizes: Vec<(usize, u64)> = doc.binary_sizes().collect();
-    let mut splitter = ChunkSplitter::new(sizes.clone());
-    let mut pieces = Vec::new();
-    splitter.push(rest, &mut pieces).map_err(|_| {
+fn binary_data(model: &Model, doc: &Document, rest: Bytes) -> Result<Vec<Vec<Bytes>>, DemoError> {
+    let mut collector = BinaryCollector::new(doc);
+    collector.push(rest).map_err(|_| {
         DemoError::Invalid(format!(
             "unexpected additional input data for model '{}'",
             model.name
         ))
     })?;
-    let short = splitter.finish(&mut pieces);
-    let mut data: Vec<Option<BytesMut>> = vec![None; doc.tensors.len()];
-    for piece in pieces {
-        data[piece.tensor]
-            .get_or_insert_with(BytesMut::new)
-            .extend_from_slice(&piece.data);
-    }
-    if let Err((tensor, _)) = short {
-        let size = sizes.iter().find(|s| s.0 == tensor).map_or(0, |s| s.1);
-        let got = data[tensor].as_ref().map_or(0, |d| d.len() as u64);
-        return Err(DemoError::Invalid(format!(
+    collector.finish().map_err(|short| {
+        DemoError::Invalid(format!(
             "unexpected size for input '{}', expecting {} additional bytes for model '{}'",
-            doc.tensors[tensor].name,
-            size - got,
-            model.name
-        )));
-    }
-    Ok(data.into_iter().map(|d| d.map(BytesMut::freeze)).collect())
+            doc.tensors[short.tensor].name, short.missing, model.name
+        ))
+    })
 }
 
-fn wanted_outputs(doc: &Document) -> Result<Wanted, DemoError> {
-    let listed = match doc.member("outputs") {
-        None => Vec::new(),
-        Some(Value::Array(items)) => items
-            .iter()
-            .map(output_request)
-            .collect::<Result<Vec<_>, _>>()?,
-        Some(_) => {
-            return Err(DemoError::Invalid(
-                "\"outputs\" must be an array of objects".to_owned(),
-            ));
-        }
-    };
-    if listed.is_empty() {
-        let binary = bool_parameter(doc.parameters(), "binary_data_output")?;
-        return Ok(Wanted::All { binary });
-    }
-    Ok(Wanted::Listed(listed))
-}
-
-fn output_request(value: &Value) -> Result<(String, bool), DemoError> {
-    let name = value.get("name").and_then(Value::as_str).ok_or_else(|| {
-        DemoError::Invalid("each requested output needs a string \"name\"".into())
-    })?;
-    let params = match value.get("parameters") {
-        None => None,
-        Some(Value::Object(map)) => Some(map),
-        Some(_) => {
-            return Err(DemoError::Invalid(format!(
-                "output '{name}': \"parameters\" must be an object"
-            )));
-        }
-    };
-    if params.is_some_and(|p| p.contains_key("classification")) {
+/// Triton's output selection; the demo cannot classify.
+fn wanted_outputs(doc: &Document) -> Result<OutputSelection, DemoError> {
+    let wanted =
+        OutputSelection::from_request(doc).map_err(|e| DemoError::Invalid(e.to_string()))?;
+    if let OutputSelection::Listed(listed) = &wanted
+        && let Some(o) = listed.iter().find(|o| o.classification)
+    {
         return Err(DemoError::Invalid(format!(
-            "output '{name}': classification is not supported by the demo server"
+            "output '{}': classification is not supported by the demo server",
+            o.name
         )));
     }
-    Ok((name.to_owned(), bool_parameter(params, "binary_data")?))
-}
-
-fn bool_parameter(params: Option<&Map<String, Value>>, key: &str) -> Result<bool, DemoError> {
-    match params.and_then(|p| p.get(key)) {
-        None => Ok(false),
-        Some(Value::Bool(b)) => Ok(*b),
-        Some(_) => Err(DemoError::Invalid(format!(
-            "parameter '{key}' must be a boolean"
-        ))),
-    }
+    Ok(wanted)
 }
 
 /// The outputs to send, in the model's order, each with "binary?".
 fn select(
     model: &Model,
-    wanted: &Wanted,
+    wanted: &OutputSelection,
     outputs: Vec<Named>,
 ) -> Result<Vec<(String, Tensor, bool)>, DemoError> {
-    let listed = match wanted {
-        Wanted::All { binary } => {
-            return Ok(outputs.into_iter().map(|(n, t)| (n, t, *binary)).collect());
-        }
-        Wanted::Listed(listed) => listed,
-    };
-    if let Some((unknown, _)) = listed
-        .iter()
-        .find(|(name, _)| !outputs.iter().any(|(o, _)| o == name))
+    if let OutputSelection::Listed(listed) = wanted
+        && let Some(unknown) = listed
+            .iter()
+            .find(|l| !outputs.iter().any(|(o, _)| *o == l.name))
     {
         return Err(DemoError::Invalid(format!(
-            "unexpected inference output '{unknown}' for model '{}'",
-            model.name
+            "unexpected inference output '{}' for model '{}'",
+            unknown.name, model.name
         )));
     }
     Ok(outputs
         .into_iter()
-        .filter_map(|(name, t)| {
-            let binary = listed.iter().find(|(l, _)| *l == name)?.1;
-            Some((name, t, binary))
+        .filter(|(name, _)| wanted.includes(name))
+        .map(|(name, t)| {
+            let binary = wanted.wants_binary(&name);
+            (name, t, binary)
         })
         .collect())
 }
@@ -246,7 +180,7 @@ fn write_response(
             shape: t.shape.clone(),
             parameters: Map::new(),
             extra: Vec::new(),
-            data: EntryData::Json {
+            data: EntryData::Inline {
                 data: t.data.clone(),
                 elements: t.element_count(),
             },
@@ -310,35 +244,22 @@ mod tests {
         );
     }
 
-    fn wanted(json: &str) -> Result<Wanted, String> {
+    fn wanted(json: &str) -> Result<OutputSelection, String> {
         let doc =
             DocParser::parse(DocKind::Request, DocLimits::default(), json.as_bytes()).unwrap();
         wanted_outputs(&doc).map_err(|e| e.to_string())
     }
 
     #[test]
-    fn output_selection_rules() {
-        assert_eq!(
-            wanted(r#"{"inputs":[]}"#),
-            Ok(Wanted::All { binary: false })
-        );
-        assert_eq!(
-            wanted(r#"{"inputs":[],"parameters":{"binary_data_output":true}}"#),
-            Ok(Wanted::All { binary: true })
-        );
-        assert_eq!(
-            wanted(
-                r#"{"inputs":[],"parameters":{"binary_data_output":true},"outputs":[{"name":"A"},{"name":"B","parameters":{"binary_data":true}}]}"#
-            ),
-            Ok(Wanted::Listed(vec![
-                ("A".into(), false),
-                ("B".into(), true)
-            ]))
-        );
+    fn classification_is_refused() {
         assert!(
             wanted(r#"{"inputs":[],"outputs":[{"name":"A","parameters":{"classification":2}}]}"#)
                 .unwrap_err()
                 .contains("classification")
+        );
+        assert_eq!(
+            wanted(r#"{"inputs":[],"outputs":[]}"#),
+            Ok(OutputSelection::All { binary: false })
         );
     }
 }

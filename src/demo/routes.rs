@@ -10,71 +10,23 @@ use super::error::{DemoError, MAX_BODY_BYTES};
 use super::models::{self, VERSION};
 use super::respond::{self, Body};
 use super::{encoding, generate, infer};
+use crate::codec::v2::path::{ModelAction, V2Path, split_path};
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Action {
-    Metadata,
-    Ready,
-    Config,
-    Infer,
-    Generate,
-    GenerateStream,
-}
-
-#[derive(Debug, PartialEq, Eq)]
-enum Route<'a> {
-    Server,
-    Live,
-    Ready,
-    Model {
-        name: &'a str,
-        version: Option<&'a str>,
-        action: Action,
-    },
-}
-
-impl Route<'_> {
-    fn method(&self) -> Method {
-        match self {
-            Route::Model {
-                action: Action::Infer | Action::Generate | Action::GenerateStream,
-                ..
-            } => Method::POST,
-            _ => Method::GET,
+/// The method each endpoint the demo serves takes; `None` for endpoints it
+/// does not serve.
+fn method(path: &V2Path) -> Option<Method> {
+    match path {
+        V2Path::Model {
+            action: ModelAction::Infer | ModelAction::Generate | ModelAction::GenerateStream,
+            ..
+        } => Some(Method::POST),
+        V2Path::Model {
+            action: ModelAction::Stats | ModelAction::TraceSetting | ModelAction::Other,
+            ..
         }
-    }
-}
-
-fn parse(path: &str) -> Option<Route<'_>> {
-    let rest = path.strip_prefix("/v2")?;
-    if rest.is_empty() || rest == "/" {
-        return Some(Route::Server);
-    }
-    let segments: Vec<&str> = rest.strip_prefix('/')?.split('/').collect();
-    match segments.as_slice() {
-        ["health", "live"] => Some(Route::Live),
-        ["health", "ready"] => Some(Route::Ready),
-        ["models", name, tail @ ..] if !name.is_empty() => {
-            let (version, tail) = match tail {
-                ["versions", v, tail @ ..] => (Some(*v), tail),
-                tail => (None, tail),
-            };
-            let action = match tail {
-                [] => Action::Metadata,
-                ["ready"] => Action::Ready,
-                ["config"] => Action::Config,
-                ["infer"] => Action::Infer,
-                ["generate"] => Action::Generate,
-                ["generate_stream"] => Action::GenerateStream,
-                _ => return None,
-            };
-            Some(Route::Model {
-                name,
-                version,
-                action,
-            })
-        }
-        _ => None,
+        | V2Path::Control { .. }
+        | V2Path::Other => None,
+        _ => Some(Method::GET),
     }
 }
 
@@ -93,47 +45,52 @@ where
     B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
 {
     let (parts, body) = req.into_parts();
-    let route = parse(parts.uri.path()).ok_or(DemoError::NotFound)?;
-    if parts.method != route.method() {
+    let segments = split_path(parts.uri.path()).map_err(|_| DemoError::NotFound)?;
+    let path = V2Path::parse(&segments);
+    if parts.method != method(&path).ok_or(DemoError::NotFound)? {
         return Err(DemoError::MethodNotAllowed);
     }
-    let (name, version, action) = match route {
-        Route::Server => return Ok(json_value(&server_metadata())),
-        Route::Live | Route::Ready => return Ok(respond::empty_ok()),
-        Route::Model {
+    let (name, version, action) = match path {
+        V2Path::Server => return Ok(json_value(&server_metadata())),
+        V2Path::Live | V2Path::Ready => return Ok(respond::empty_ok()),
+        V2Path::Model {
             name,
             version,
             action,
         } => (name, version, action),
+        V2Path::Control { .. } | V2Path::Other => return Err(DemoError::NotFound),
     };
-    let model = match models::find(name) {
+    let model = match models::find(&name) {
         Some(model) => model,
-        None if action == Action::Ready => return Err(DemoError::NotReady),
-        None => return Err(DemoError::UnknownModel(name.to_owned())),
+        None if action == ModelAction::Ready => return Err(DemoError::NotReady),
+        None => return Err(DemoError::UnknownModel(name)),
     };
-    if let Some(version) = version.filter(|v| *v != VERSION) {
+    if let Some(version) = version.filter(|v| v != VERSION) {
         return Err(match action {
-            Action::Ready => DemoError::NotReady,
+            ModelAction::Ready => DemoError::NotReady,
             _ => DemoError::UnknownVersion {
-                model: name.to_owned(),
-                version: version.to_owned(),
+                model: name,
+                version,
             },
         });
     }
     match action {
-        Action::Metadata => Ok(json_value(&model.metadata())),
-        Action::Ready => Ok(respond::empty_ok()),
-        Action::Config => Ok(json_value(&model.config())),
-        Action::Infer => {
+        ModelAction::Metadata => Ok(json_value(&model.metadata())),
+        ModelAction::Ready => Ok(respond::empty_ok()),
+        ModelAction::Config => Ok(json_value(&model.config())),
+        ModelAction::Infer => {
             if model.decoupled() {
                 return Err(DemoError::Decoupled);
             }
             let body = read_body(&parts.headers, body).await?;
             infer::infer(model, &parts.headers, body)
         }
-        Action::Generate | Action::GenerateStream => {
+        ModelAction::Generate | ModelAction::GenerateStream => {
             let body = read_body(&parts.headers, body).await?;
-            generate::generate(model, &body, action == Action::GenerateStream)
+            generate::generate(model, &body, action == ModelAction::GenerateStream)
+        }
+        ModelAction::Stats | ModelAction::TraceSetting | ModelAction::Other => {
+            Err(DemoError::NotFound)
         }
     }
 }
@@ -175,36 +132,32 @@ where
 mod tests {
     use super::*;
 
+    fn endpoint(path: &str) -> Option<(V2Path, Method)> {
+        let p = V2Path::parse(&split_path(path).ok()?);
+        let m = method(&p)?;
+        Some((p, m))
+    }
+
     #[test]
-    fn paths() {
-        assert_eq!(parse("/v2"), Some(Route::Server));
-        assert_eq!(parse("/v2/"), Some(Route::Server));
-        assert_eq!(parse("/v2/health/live"), Some(Route::Live));
-        assert_eq!(
-            parse("/v2/models/simple/versions/1/infer"),
-            Some(Route::Model {
-                name: "simple",
-                version: Some("1"),
-                action: Action::Infer
-            })
-        );
-        assert_eq!(
-            parse("/v2/models/repeat/generate_stream"),
-            Some(Route::Model {
-                name: "repeat",
-                version: None,
-                action: Action::GenerateStream
-            })
-        );
-        for bad in [
+    fn methods_follow_triton() {
+        assert_eq!(endpoint("/v2").unwrap(), (V2Path::Server, Method::GET));
+        let (p, m) = endpoint("/v2/models/simple/versions/1/infer").unwrap();
+        assert!(p.is_infer());
+        assert_eq!(m, Method::POST);
+        let (_, m) = endpoint("/v2/models/repeat/generate_stream").unwrap();
+        assert_eq!(m, Method::POST);
+        let (_, m) = endpoint("/v2/models/repeat/ready").unwrap();
+        assert_eq!(m, Method::GET);
+        for unserved in [
             "/",
             "/v2/nope",
             "/v2x",
             "/invocations",
             "/v2/models//infer",
             "/v2/models/a/b",
+            "/v2/models/a%2Fb/infer",
         ] {
-            assert_eq!(parse(bad), None, "{bad}");
+            assert_eq!(endpoint(unserved), None, "{unserved}");
         }
     }
 }

@@ -1,5 +1,6 @@
 //! Reading a client's request body: decompressed, bounded by the route's
-//! limit, and with a limit on how long the client may pause.
+//! limit (a declared `Content-Length` over it is refused before a byte is
+//! read), and with a limit on how long the client may pause.
 
 use std::time::Duration;
 
@@ -7,8 +8,30 @@ use bytes::{Bytes, BytesMut};
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
 
-use super::encoding::{Coding, DecodeError, Decoder};
+use http::{HeaderMap, header};
+
+use super::encoding::{Coding, DecodeError, Decoder, request_coding};
 use super::error::GatewayError;
+
+/// The body length a request declares, refused with 413 when it is over
+/// `limit`. Every path that reads or forwards a body checks here first.
+pub fn check_declared_length(
+    headers: &HeaderMap,
+    route: &str,
+    limit: u64,
+) -> Result<Option<u64>, GatewayError> {
+    let declared = headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if declared.is_some_and(|n| n > limit) {
+        return Err(GatewayError::BodyTooLarge {
+            route: route.to_owned(),
+            limit,
+        });
+    }
+    Ok(declared)
+}
 
 /// The request body as decompressed pieces.
 #[derive(Debug)]
@@ -22,18 +45,27 @@ pub struct ClientBody {
     received: u64,
     /// Bytes as they came off the wire.
     wire: u64,
+    /// The uncompressed length the client declared, if it did.
+    declared: Option<u64>,
     finished: bool,
 }
 
 impl ClientBody {
-    pub fn new(
+    /// Opens a request body: an unsupported `Content-Encoding` is a 415 and
+    /// a declared length over `limit` a 413, before anything is read.
+    pub fn open(
+        headers: &HeaderMap,
         inner: Incoming,
-        coding: Coding,
         route: &str,
         limit: u64,
         timeout: Duration,
-    ) -> Self {
-        ClientBody {
+    ) -> Result<ClientBody, GatewayError> {
+        let coding = request_coding(headers)?;
+        let declared = match coding {
+            Coding::Identity => check_declared_length(headers, route, limit)?,
+            _ => None,
+        };
+        Ok(ClientBody {
             inner,
             decoder: Decoder::new(coding, limit),
             route: route.to_owned(),
@@ -41,8 +73,14 @@ impl ClientBody {
             timeout,
             received: 0,
             wire: 0,
+            declared,
             finished: false,
-        }
+        })
+    }
+
+    /// The uncompressed body length the client declared, if it did.
+    pub fn declared_length(&self) -> Option<u64> {
+        self.declared
     }
 
     /// Bytes received from the client (compressed, if it compressed).
@@ -123,8 +161,9 @@ impl ClientBody {
     }
 }
 
-/// Joins pieces, without copying when there is only one.
+/// Joins pieces, without copying when at most one is non-empty.
 pub fn concat(mut pieces: Vec<Bytes>) -> Bytes {
+    pieces.retain(|p| !p.is_empty());
     match pieces.len() {
         0 => Bytes::new(),
         1 => pieces.pop().unwrap_or_default(),

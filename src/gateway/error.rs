@@ -1,14 +1,18 @@
-//! Every gateway error, and the one place they become HTTP responses:
-//! a status code and a `{"error": "..."}` body.
+//! Every gateway error, and the one place each becomes an HTTP status and,
+//! for metrics, a rule-violation or upstream-error label. How the error is
+//! *shown* is the frontend's business (V2 `{"error"}`, a Decthings RPC
+//! error, SageMaker's AWS shape): see [`crate::frontend`].
 
 use bytes::Bytes;
 use http::{HeaderValue, Response, StatusCode, header};
 
 use super::body::{Body, full};
+use super::core::backend::ReplyError;
 use crate::codec::v2::DocError;
 use crate::codec::v2::framing::FramingError;
 use crate::codec::v2::json_write::WriteError;
-use crate::rules::Violation;
+use crate::codec::v2::path::{Control, PathError};
+use crate::rules::{RouteRules, Violation};
 
 /// What went wrong while serving a request.
 #[derive(Debug, thiserror::Error)]
@@ -17,6 +21,10 @@ pub enum GatewayError {
     NoRoute { model: String },
     #[error("not found: {path}")]
     NotFound { path: String },
+    #[error("invalid request path: {source}")]
+    BadPath { source: PathError },
+    #[error("{} endpoints are not allowed through this gateway (route \"{route}\" does not list \"{}\" in allow_control)", kind.name(), kind.name())]
+    ControlDenied { route: String, kind: Control },
     #[error("method {method} is not allowed on {path}")]
     MethodNotAllowed { method: http::Method, path: String },
     #[error("route \"{route}\": {violation}")]
@@ -60,8 +68,17 @@ pub enum GatewayError {
     BackendTimeout { backend: String, seconds: f64 },
     #[error("backend \"{backend}\" closed the connection: {detail}")]
     BackendReset { backend: String, detail: String },
-    #[error("backend \"{backend}\" sent an invalid response: {detail}")]
-    BadBackendResponse { backend: String, detail: String },
+    #[error("backend \"{backend}\" sent an invalid response: {source}")]
+    BadBackendResponse {
+        backend: String,
+        source: Box<ReplyError>,
+    },
+    #[error("backend \"{backend}\" sent an invalid response: route \"{route}\": {violation}")]
+    OutputRule {
+        backend: String,
+        route: String,
+        violation: Box<Violation>,
+    },
     #[error("route \"{route}\": backend response is larger than the limit of {limit} bytes")]
     ResponseTooLarge { route: String, limit: u64 },
     #[error("the gateway is shutting down")]
@@ -74,8 +91,10 @@ impl GatewayError {
         use GatewayError::*;
         match self {
             NoRoute { .. } | NotFound { .. } => StatusCode::NOT_FOUND,
+            ControlDenied { .. } => StatusCode::FORBIDDEN,
             MethodNotAllowed { .. } => StatusCode::METHOD_NOT_ALLOWED,
-            Rule { .. }
+            BadPath { .. }
+            | Rule { .. }
             | BadDocument { .. }
             | BadFraming { .. }
             | BadRequest { .. }
@@ -89,13 +108,15 @@ impl GatewayError {
             BackendRefused { .. }
             | BackendReset { .. }
             | BadBackendResponse { .. }
+            | OutputRule { .. }
             | ResponseTooLarge { .. } => StatusCode::BAD_GATEWAY,
             BackendTimeout { .. } => StatusCode::GATEWAY_TIMEOUT,
             ShuttingDown => StatusCode::SERVICE_UNAVAILABLE,
         }
     }
 
-    /// The `kind` label of upstream errors, for metrics.
+    /// The `kind` label of `tensorgate_upstream_errors_total`, if this error
+    /// is the backend's fault.
     pub fn upstream_kind(&self) -> Option<&'static str> {
         match self {
             GatewayError::BackendRefused { .. } => Some("refused"),
@@ -108,25 +129,62 @@ impl GatewayError {
         }
     }
 
-    /// The response sent to the client.
+    /// The `tensor` and `rule` labels of `tensorgate_rule_violations_total`,
+    /// if this error is a refusal by a rule or limit. Tensor names the
+    /// route's rules do not mention share the label `_unknown`, so request
+    /// data never creates a label value.
+    pub fn violation_labels(&self, rules: &RouteRules) -> Option<(String, &'static str)> {
+        let configured = |name: &str| -> String {
+            if rules.inputs.contains_key(name) || rules.outputs.contains_key(name) {
+                name.to_owned()
+            } else {
+                "_unknown".to_owned()
+            }
+        };
+        match self {
+            GatewayError::Rule { violation, .. } => Some((
+                violation.tensor_label(rules).to_owned(),
+                violation.rule_label(),
+            )),
+            GatewayError::OutputRule { violation, .. } => Some((
+                violation.tensor_label(rules).to_owned(),
+                violation.rule_label(),
+            )),
+            GatewayError::BodyTooLarge { .. } | GatewayError::HeaderTooLarge { .. } => {
+                Some(("_request".to_owned(), "limit"))
+            }
+            GatewayError::BadDocument {
+                source:
+                    DocError::TooManyDims { subject, .. } | DocError::TooManyElements { subject, .. },
+                ..
+            } => Some((configured(subject.name.as_deref().unwrap_or("")), "limit")),
+            _ => None,
+        }
+    }
+
+    /// The V2 error response: the status and `{"error": "..."}`.
     pub fn into_response(self) -> Response<Body> {
         let status = self.status();
-        let body = error_body(&self.to_string());
-        let mut resp = Response::new(full(body));
-        *resp.status_mut() = status;
-        let h = resp.headers_mut();
-        h.insert(
-            header::CONTENT_TYPE,
-            HeaderValue::from_static("application/json"),
-        );
+        let mut resp = json_response(status, error_body(&self.to_string()));
         if matches!(self, GatewayError::UnsupportedEncoding { .. }) {
-            h.insert(
+            resp.headers_mut().insert(
                 header::ACCEPT_ENCODING,
                 HeaderValue::from_static("gzip, deflate"),
             );
         }
         resp
     }
+}
+
+/// A JSON response with a status.
+pub fn json_response(status: StatusCode, body: Bytes) -> Response<Body> {
+    let mut resp = Response::new(full(body));
+    *resp.status_mut() = status;
+    resp.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    resp
 }
 
 /// `{"error": message}` as bytes.
@@ -160,5 +218,18 @@ mod tests {
         assert_eq!(resp.status(), StatusCode::UNSUPPORTED_MEDIA_TYPE);
         assert_eq!(resp.headers()["accept-encoding"], "gzip, deflate");
         assert_eq!(resp.headers()["content-type"], "application/json");
+    }
+
+    #[test]
+    fn control_denied() {
+        let e = GatewayError::ControlDenied {
+            route: "default".into(),
+            kind: Control::Repository,
+        };
+        assert_eq!(e.status(), StatusCode::FORBIDDEN);
+        assert_eq!(
+            e.to_string(),
+            r#"repository endpoints are not allowed through this gateway (route "default" does not list "repository" in allow_control)"#
+        );
     }
 }

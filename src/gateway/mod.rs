@@ -1,16 +1,19 @@
-//! The proxy: a tower service that routes V2 requests to backends,
-//! translating `infer` payloads and passing everything else through. This is
-//! the only layer that knows hyper; codecs below it never do I/O.
+//! The gateway: a tower service that chooses, in one place
+//! ([`dispatch`]), which frontend serves a request, binds it to a route,
+//! and observes it; the frontend reads its protocol into the shared
+//! inference [`core`] and renders the reply and errors in its own shape.
+//! Everything that is not inference is passed through ([`passthrough`]).
+//! This is the only layer that knows hyper; codecs below it never do I/O.
 
 pub mod body;
 pub mod client_body;
+pub mod core;
+pub mod dispatch;
 pub mod encoding;
 pub mod error;
 pub mod headers;
-pub mod infer;
 pub mod observe;
 pub mod passthrough;
-pub mod path;
 pub mod upstream;
 
 use std::collections::BTreeMap;
@@ -20,15 +23,16 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
-use http::{Method, Request, Response};
+use http::{Request, Response};
 use hyper::body::Incoming;
 
 use crate::config::{Config, Route};
 use crate::metrics::Metrics;
 use body::Body;
+use core::Exchange;
+use dispatch::Endpoint;
 use error::GatewayError;
 use observe::{Observation, Start, ensure_request_id};
-use path::V2Path;
 use upstream::Upstream;
 
 /// State shared by every request.
@@ -69,72 +73,79 @@ impl Gateway {
     /// exchange is observed.
     pub async fn handle(&self, mut req: Request<Incoming>) -> Response<Body> {
         let request_id = ensure_request_id(req.headers_mut());
-        let path = V2Path::parse(req.uri().path());
-        let route = self.select(&path, req.uri().path());
-        let (route_name, backend) = match &route {
-            Ok(r) => (r.name.as_str(), Some(r.backend.name.as_str())),
-            Err(_) => ("_none", None),
-        };
+        let endpoint = dispatch::classify(req.method(), req.uri().path());
         let obs = Observation::start(Start {
             metrics: &self.shared.metrics,
-            route: route_name,
-            backend,
-            kind: "v2",
+            kind: endpoint.as_ref().map_or("v2", Endpoint::kind),
             request_id,
             method: req.method().clone(),
             path: req.uri().path(),
-            model: path.model(),
         });
-        let result = match route {
-            Ok(route) => self.serve(route, &path, req, &obs).await,
+        let result = match endpoint {
+            Ok(endpoint) => self.serve(endpoint, req, &obs).await,
             Err(e) => Err(e),
         };
-        let resp = match result {
-            Ok(resp) => {
-                obs.backend_status(resp.status());
-                resp
-            }
-            Err(e) => {
-                let rules = self.select(&path, "").ok().map(|r| &r.rules);
-                obs.error(&e, rules);
-                tracing::debug!(error = %e, status = e.status().as_u16(), "request failed");
-                e.into_response()
-            }
-        };
+        let resp = result.unwrap_or_else(|e| {
+            obs.error(&e);
+            tracing::debug!(error = %e, status = e.status().as_u16(), "request failed");
+            e.into_response()
+        });
         obs.finish(resp)
     }
 
-    fn select(&self, path: &V2Path, raw: &str) -> Result<&Arc<Route>, GatewayError> {
+    /// The route serving `model`, or the default route when no model is
+    /// named.
+    fn route(&self, model: Option<&str>, path: &str) -> Result<&Arc<Route>, GatewayError> {
         let config = &self.shared.config;
-        match path {
-            V2Path::Model { name, .. } => {
-                config
-                    .route_for_model(name)
-                    .ok_or_else(|| GatewayError::NoRoute {
-                        model: name.clone(),
-                    })
-            }
-            V2Path::Other => config
+        match model {
+            Some(name) => config
+                .route_for_model(name)
+                .ok_or_else(|| GatewayError::NoRoute {
+                    model: name.to_owned(),
+                }),
+            None => config
                 .default_route()
                 .ok_or_else(|| GatewayError::NotFound {
-                    path: raw.to_owned(),
+                    path: path.to_owned(),
                 }),
+        }
+    }
+
+    fn exchange<'a>(&'a self, route: &'a Route, obs: &'a Observation) -> Exchange<'a> {
+        // Every route's backend exists: configuration checked it.
+        let upstream = &self.shared.upstreams[&route.backend.name];
+        Exchange {
+            route,
+            upstream,
+            obs,
         }
     }
 
     async fn serve(
         &self,
-        route: &Route,
-        path: &V2Path,
+        endpoint: Endpoint,
         req: Request<Incoming>,
         obs: &Observation,
     ) -> Result<Response<Body>, GatewayError> {
-        // Every route's backend exists: configuration checked it.
-        let upstream = &self.shared.upstreams[&route.backend.name];
-        if path.is_infer() && req.method() == Method::POST {
-            return infer::handle(&self.shared.config.server, route, upstream, req, obs).await;
+        let route = self.route(endpoint.model(), req.uri().path())?;
+        obs.bind(route, endpoint.model().unwrap_or(""));
+        let x = self.exchange(route, obs);
+        match endpoint {
+            Endpoint::V2Infer { model } => {
+                crate::frontend::v2::infer(x, &self.shared.config.server, model, req).await
+            }
+            Endpoint::Passthrough { control, .. } => {
+                if let Some(kind) = control
+                    && !route.allows_control(kind)
+                {
+                    return Err(GatewayError::ControlDenied {
+                        route: route.name.clone(),
+                        kind,
+                    });
+                }
+                passthrough::forward(x, req).await
+            }
         }
-        passthrough::forward(upstream, req, &route.name, route.limits.max_body_bytes, obs).await
     }
 }
 

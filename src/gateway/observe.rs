@@ -4,7 +4,8 @@
 
 use std::pin::Pin;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
@@ -15,9 +16,8 @@ use http_body_util::BodyExt;
 
 use super::body::{Body, BoxError};
 use super::error::GatewayError;
-use crate::codec::v2::DocError;
+use crate::config::Route;
 use crate::metrics::Metrics;
-use crate::rules::RouteRules;
 
 /// The request id header, taken from the client or generated.
 pub const REQUEST_ID: &str = "x-request-id";
@@ -69,15 +69,23 @@ struct Totals {
 #[derive(Debug)]
 struct Inner {
     metrics: Metrics,
-    route: String,
-    backend: Option<String>,
+    /// The frontend: `v2`, `decthings`, `sagemaker`.
     kind: &'static str,
     started: Instant,
     request_id: HeaderValue,
     method: Method,
     path: String,
-    model: Option<String>,
+    /// Set once the frontend knows which route serves the request.
+    bound: OnceLock<Bound>,
     totals: Totals,
+    /// The request was counted and logged.
+    completed: AtomicBool,
+}
+
+#[derive(Debug)]
+struct Bound {
+    route: Arc<Route>,
+    model: String,
 }
 
 /// Records one exchange. Cheap to clone.
@@ -90,36 +98,62 @@ pub struct Observation {
 #[derive(Debug)]
 pub struct Start<'a> {
     pub metrics: &'a Metrics,
-    pub route: &'a str,
-    pub backend: Option<&'a str>,
     pub kind: &'static str,
     pub request_id: HeaderValue,
     pub method: Method,
     pub path: &'a str,
-    pub model: Option<&'a str>,
 }
 
+/// The route label of requests no route serves.
+pub const NO_ROUTE: &str = "_none";
+
 impl Observation {
+    /// Starts observing a request; it counts as in flight under
+    /// [`NO_ROUTE`] until [`Observation::bind`] names its route.
     pub fn start(s: Start<'_>) -> Observation {
-        s.metrics.in_flight.with_label_values(&[s.route]).inc();
+        s.metrics.in_flight.with_label_values(&[NO_ROUTE]).inc();
         Observation {
             inner: Arc::new(Inner {
                 metrics: s.metrics.clone(),
-                route: s.route.to_owned(),
-                backend: s.backend.map(str::to_owned),
                 kind: s.kind,
                 started: Instant::now(),
                 request_id: s.request_id,
                 method: s.method,
                 path: s.path.to_owned(),
-                model: s.model.map(str::to_owned),
+                bound: OnceLock::new(),
                 totals: Totals::default(),
+                completed: AtomicBool::new(false),
             }),
         }
     }
 
+    /// Names the route (and model) serving this request. Only the first
+    /// call counts.
+    pub fn bind(&self, route: &Arc<Route>, model: &str) {
+        let bound = Bound {
+            route: route.clone(),
+            model: model.to_owned(),
+        };
+        if self.inner.bound.set(bound).is_ok() {
+            let g = &self.inner.metrics.in_flight;
+            g.with_label_values(&[NO_ROUTE]).dec();
+            g.with_label_values(&[&route.name]).inc();
+        }
+    }
+
     fn route(&self) -> &str {
-        &self.inner.route
+        self.inner.bound.get().map_or(NO_ROUTE, |b| &b.route.name)
+    }
+
+    fn backend(&self) -> Option<&str> {
+        self.inner
+            .bound
+            .get()
+            .map(|b| b.route.backend.name.as_str())
+    }
+
+    pub fn kind(&self) -> &'static str {
+        self.inner.kind
     }
 
     pub fn request_id(&self) -> &HeaderValue {
@@ -189,7 +223,7 @@ impl Observation {
             .totals
             .first_byte_us
             .store(d.as_micros() as u64, Ordering::Relaxed);
-        if let Some(b) = &self.inner.backend {
+        if let Some(b) = self.backend() {
             self.inner
                 .metrics
                 .upstream_duration
@@ -203,7 +237,7 @@ impl Observation {
             .totals
             .upstream_total_us
             .store(d.as_micros() as u64, Ordering::Relaxed);
-        if let Some(b) = &self.inner.backend {
+        if let Some(b) = self.backend() {
             self.inner
                 .metrics
                 .upstream_duration
@@ -215,7 +249,7 @@ impl Observation {
     /// A backend answered with a server error.
     pub fn backend_status(&self, status: http::StatusCode) {
         if status.is_server_error()
-            && let Some(b) = &self.inner.backend
+            && let Some(b) = self.backend()
         {
             self.inner
                 .metrics
@@ -226,37 +260,19 @@ impl Observation {
     }
 
     /// Counts what an error says about rules and backends.
-    pub fn error(&self, e: &GatewayError, rules: Option<&RouteRules>) {
+    pub fn error(&self, e: &GatewayError) {
         let m = &self.inner.metrics;
-        if let (Some(kind), Some(b)) = (e.upstream_kind(), &self.inner.backend) {
+        if let (Some(kind), Some(b)) = (e.upstream_kind(), self.backend()) {
             m.upstream_errors.with_label_values(&[b, kind]).inc();
         }
-        let configured = |name: &str| -> String {
-            match rules {
-                Some(r) if r.inputs.contains_key(name) || r.outputs.contains_key(name) => {
-                    name.to_owned()
-                }
-                _ => "_unknown".to_owned(),
-            }
+        let Some(bound) = self.inner.bound.get() else {
+            return;
         };
-        let (tensor, rule) = match e {
-            GatewayError::Rule { violation, .. } => match rules {
-                Some(r) => (violation.tensor_label(r).to_owned(), violation.rule_label()),
-                None => ("_unknown".to_owned(), violation.rule_label()),
-            },
-            GatewayError::BodyTooLarge { .. } | GatewayError::HeaderTooLarge { .. } => {
-                ("_request".to_owned(), "limit")
-            }
-            GatewayError::BadDocument {
-                source:
-                    DocError::TooManyDims { subject, .. } | DocError::TooManyElements { subject, .. },
-                ..
-            } => (configured(subject.name.as_deref().unwrap_or("")), "limit"),
-            _ => return,
-        };
-        m.rule_violations
-            .with_label_values(&[self.route(), &tensor, rule])
-            .inc();
+        if let Some((tensor, rule)) = e.violation_labels(&bound.route.rules) {
+            m.rule_violations
+                .with_label_values(&[&bound.route.name, &tensor, rule])
+                .inc();
+        }
     }
 
     /// Wraps the backend's response body so its bytes and end are counted.
@@ -300,25 +316,36 @@ impl Observation {
     }
 
     fn complete(&self, status: u16, completed: bool) {
-        let i = &self.inner;
-        let m = &i.metrics;
-        let elapsed = i.started.elapsed();
-        m.in_flight.with_label_values(&[&i.route]).dec();
-        let code = status.to_string();
+        self.inner.complete(status, completed);
+    }
+}
+
+impl Inner {
+    fn complete(&self, status: u16, completed: bool) {
+        if self.completed.swap(true, Ordering::Relaxed) {
+            return;
+        }
+        let m = &self.metrics;
+        let elapsed = self.started.elapsed();
+        let (route, model) = self.bound.get().map_or((NO_ROUTE, ""), |b| {
+            (b.route.name.as_str(), b.model.as_str())
+        });
+        m.in_flight.with_label_values(&[route]).dec();
         m.requests
-            .with_label_values(&[&i.route, i.kind, &code])
+            .with_label_values(&[route, self.kind, status_label(status)])
             .inc();
         m.request_duration
-            .with_label_values(&[&i.route, i.kind])
+            .with_label_values(&[route, self.kind])
             .observe(elapsed.as_secs_f64());
-        let t = &i.totals;
+        let t = &self.totals;
         tracing::info!(
             target: "tensorgate::access",
-            request_id = i.request_id.to_str().unwrap_or(""),
-            method = %i.method,
-            path = %i.path,
-            route = %i.route,
-            model = i.model.as_deref().unwrap_or(""),
+            request_id = self.request_id.to_str().unwrap_or(""),
+            kind = self.kind,
+            method = %self.method,
+            path = %self.path,
+            route,
+            model,
             status,
             completed,
             client_bytes_in = t.client_in.load(Ordering::Relaxed),
@@ -330,6 +357,63 @@ impl Observation {
             duration_ms = elapsed.as_secs_f64() * 1000.0,
             "request"
         );
+    }
+}
+
+/// A request whose handler was dropped before any response existed (the
+/// client went away while its request was read or the backend was waited
+/// for) is still counted, logged, and leaves the in-flight gauge, with the
+/// status nginx uses for it.
+impl Drop for Inner {
+    fn drop(&mut self) {
+        self.complete(CLIENT_CLOSED, false);
+    }
+}
+
+/// Status recorded for requests the client abandoned before the response.
+pub const CLIENT_CLOSED: u16 = 499;
+
+/// The `code` label: exact for the statuses the gateway and V2 backends
+/// produce, the class (`"5xx"`) for anything else a backend may send, so
+/// a backend cannot create label values.
+pub fn status_label(status: u16) -> &'static str {
+    const KNOWN: [(u16, &str); 26] = [
+        (200, "200"),
+        (201, "201"),
+        (204, "204"),
+        (206, "206"),
+        (304, "304"),
+        (400, "400"),
+        (401, "401"),
+        (403, "403"),
+        (404, "404"),
+        (405, "405"),
+        (406, "406"),
+        (408, "408"),
+        (409, "409"),
+        (413, "413"),
+        (415, "415"),
+        (422, "422"),
+        (424, "424"),
+        (429, "429"),
+        (499, "499"),
+        (500, "500"),
+        (501, "501"),
+        (502, "502"),
+        (503, "503"),
+        (504, "504"),
+        (507, "507"),
+        (511, "511"),
+    ];
+    if let Ok(i) = KNOWN.binary_search_by_key(&status, |k| k.0) {
+        return KNOWN[i].1;
+    }
+    match status / 100 {
+        1 => "1xx",
+        2 => "2xx",
+        3 => "3xx",
+        4 => "4xx",
+        _ => "5xx",
     }
 }
 

@@ -7,32 +7,22 @@ use http_body_util::{BodyExt, Limited};
 use hyper::body::Incoming;
 
 use super::body::Body;
+use super::client_body::check_declared_length;
+use super::core::Exchange;
 use super::error::GatewayError;
 use super::headers::strip_hop_by_hop;
-use super::observe::Observation;
-use super::upstream::Upstream;
 
-/// Forwards `req` to `upstream`; a request body over `max_body` bytes is cut
-/// off (the backend sees an aborted request).
+/// Forwards `req` to the route's backend; a request body over the route's
+/// `max_body_bytes` is cut off (the backend sees an aborted request).
 pub async fn forward(
-    upstream: &Upstream,
+    x: Exchange<'_>,
     req: Request<Incoming>,
-    route: &str,
-    max_body: u64,
-    obs: &Observation,
 ) -> Result<Response<Body>, GatewayError> {
+    let (upstream, obs) = (x.upstream, x.obs);
+    let route = x.route.name.as_str();
+    let max_body = x.route.limits.max_body_bytes;
     let (mut parts, body) = req.into_parts();
-    let declared = parts
-        .headers
-        .get(header::CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse::<u64>().ok());
-    if declared.is_some_and(|n| n > max_body) {
-        return Err(GatewayError::BodyTooLarge {
-            route: route.to_owned(),
-            limit: max_body,
-        });
-    }
+    check_declared_length(&parts.headers, route, max_body)?;
     strip_hop_by_hop(&mut parts.headers);
     parts.headers.remove(header::HOST);
     let path = parts.uri.path_and_query().map_or("/", |p| p.as_str());
@@ -52,6 +42,7 @@ pub async fn forward(
         Err(e) => return Err(e),
     };
     obs.upstream_first_byte(sent.elapsed());
+    obs.backend_status(resp.status());
     let (mut parts, body) = resp.into_parts();
     strip_hop_by_hop(&mut parts.headers);
     let body = obs.backend_body(body, sent).boxed_unsync();

@@ -98,7 +98,10 @@ impl Upstream {
         }
         let hyper_err = source_of::<hyper::Error>(e);
         if hyper_err.is_some_and(|h| h.is_parse() || h.is_parse_status()) {
-            return GatewayError::BadBackendResponse { backend, detail };
+            return GatewayError::BadBackendResponse {
+                backend,
+                source: Box::new(super::core::backend::ReplyError::Http { detail }),
+            };
         }
         GatewayError::BackendReset { backend, detail }
     }

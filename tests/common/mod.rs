@@ -17,7 +17,7 @@ use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use tensorgate::config;
-use tensorgate::proxy::body::{Body, full};
+use tensorgate::gateway::body::{Body, full};
 use tensorgate::server::{self, Running};
 use tokio::net::TcpListener;
 
@@ -291,7 +291,7 @@ pub struct ChannelBody(pub tokio::sync::mpsc::Receiver<Bytes>);
 
 impl http_body::Body for ChannelBody {
     type Data = Bytes;
-    type Error = tensorgate::proxy::body::BoxError;
+    type Error = tensorgate::gateway::body::BoxError;
     fn poll_frame(
         mut self: Pin<&mut Self>,
         cx: &mut std::task::Context<'_>,

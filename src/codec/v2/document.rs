@@ -626,7 +626,7 @@ impl DocParser {
                     found: b.data_count,
                 });
             }
-            EntryData::Json {
+            EntryData::Inline {
                 data,
                 elements: b.data_count,
             }

@@ -489,7 +489,7 @@ pub fn write_document(
 /// The data of an entry when it is already in hand (converted JSON data).
 pub fn inline_data(entry: &TensorEntry) -> Option<bytes::Bytes> {
     match &entry.data {
-        EntryData::Json { data, .. } => Some(data.clone()),
+        EntryData::Inline { data, .. } => Some(data.clone()),
         _ => None,
     }
 }

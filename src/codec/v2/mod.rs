@@ -4,14 +4,19 @@
 //! Sans-I/O: nothing here knows about sockets, hyper or tokio. Callers feed
 //! bytes and receive tensors, frames or output bytes.
 
+pub mod collect;
 pub mod document;
 pub mod framing;
 pub mod json_data;
 pub mod json_write;
 pub mod model;
 pub mod number;
+pub mod outputs;
+pub mod path;
 pub mod scan;
 pub mod strings;
 
+pub use collect::{BinaryCollector, ShortTensor};
 pub use document::{DocError, DocParser};
 pub use model::{DocKind, DocLimits, Document, EntryData, EntryHead, Subject, TensorEntry};
+pub use outputs::{OutputSelection, OutputsError, RequestedOutput};

@@ -59,8 +59,9 @@ impl Default for DocLimits {
 /// Where a tensor's data is.
 #[derive(Clone, Debug, PartialEq)]
 pub enum EntryData {
-    /// Given as JSON `"data"`, converted to the V2 binary layout.
-    Json { data: Bytes, elements: u64 },
+    /// Given inline as JSON `"data"`, already converted to the V2 binary
+    /// layout (little-endian elements, or length-prefixed BYTES elements).
+    Inline { data: Bytes, elements: u64 },
     /// `binary_data_size` bytes follow the JSON header.
     Binary { size: u64 },
     /// In a shared-memory region named by the parameters.
@@ -85,7 +86,7 @@ impl TensorEntry {
     /// without reading it.
     pub fn binary_size(&self) -> Option<u64> {
         match &self.data {
-            EntryData::Json { data, .. } => Some(data.len() as u64),
+            EntryData::Inline { data, .. } => Some(data.len() as u64),
             EntryData::Binary { size } => Some(*size),
             EntryData::SharedMemory => None,
         }

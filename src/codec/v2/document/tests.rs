@@ -49,7 +49,7 @@ fn parses_a_request_in_any_chunking() {
     let ints: Vec<u8> = [1i32, 2, 3].iter().flat_map(|v| v.to_le_bytes()).collect();
     assert_eq!(
         t[0].data,
-        EntryData::Json {
+        EntryData::Inline {
             data: Bytes::from(ints),
             elements: 3
         }
@@ -61,7 +61,7 @@ fn parses_a_request_in_any_chunking() {
     );
     assert_eq!(
         t[2].data,
-        EntryData::Json {
+        EntryData::Inline {
             data: Bytes::from_static(b"\x06\0\0\0h\xc3\xa9llo"),
             elements: 1
         }
@@ -78,7 +78,7 @@ fn data_before_datatype_is_deferred() {
     .unwrap();
     assert_eq!(
         doc.tensors[0].data,
-        EntryData::Json {
+        EntryData::Inline {
             data: Bytes::from_static(&[1, 0]),
             elements: 2
         }

@@ -9,21 +9,35 @@ use bytes::Bytes;
 use http_body::Frame;
 use hyper::body::Incoming;
 
-use crate::codec::v2::framing::{ChunkSplitter, Piece};
-use crate::codec::v2::json_write::{DocWriter, TensorForm, ValueWriter};
+use crate::codec::v2::framing::{ChunkSplitter, FramingError, Piece};
+use crate::codec::v2::json_write::{DocWriter, TensorForm, ValueWriter, WriteError};
 use crate::codec::v2::{Document, EntryData};
-use crate::proxy::body::BoxError;
-use crate::proxy::observe::{Metered, Observation};
+use crate::gateway::body::BoxError;
+use crate::gateway::observe::{Metered, Observation};
+use crate::tensor::Shape;
 
 /// Why a streamed reply was cut off.
 #[derive(Debug, thiserror::Error)]
 pub enum StreamError {
     #[error("backend body failed: {0}")]
-    Upstream(String),
+    Upstream(#[source] BoxError),
     #[error("backend sent malformed binary data: {0}")]
-    Framing(String),
-    #[error("output \"{output}\": {detail}")]
-    Output { output: String, detail: String },
+    Framing(#[from] FramingError),
+    #[error("backend sent malformed binary data: output \"{output}\" is missing {missing} bytes")]
+    ShortOutput { output: String, missing: u64 },
+    #[error("backend sent malformed binary data: output \"{output}\" has no data")]
+    NoData { output: String },
+    #[error("output \"{output}\": {source}")]
+    NotJson { output: String, source: WriteError },
+    #[error(
+        "output \"{output}\": shape {shape} holds {expected} elements but the data has {found}"
+    )]
+    ElementCount {
+        output: String,
+        shape: Shape,
+        expected: u64,
+        found: u64,
+    },
 }
 
 /// Streams a binary V2 response as all-JSON.
@@ -77,11 +91,11 @@ impl JsonReplyBody {
         while self.next < until {
             let t = &self.doc.tensors[self.next];
             match &t.data {
-                EntryData::Json { data, .. } => {
+                EntryData::Inline { data, .. } => {
                     self.writer.tensor_open(t, TensorForm::Json, &mut self.out);
                     let mut vw = ValueWriter::new(t.datatype);
                     vw.write(data, &mut self.out)
-                        .map_err(|e| output_error(&t.name, e))?;
+                        .map_err(|e| not_json(&t.name, e))?;
                     self.writer.tensor_close(&mut self.out);
                 }
                 EntryData::SharedMemory => {
@@ -89,10 +103,9 @@ impl JsonReplyBody {
                 }
                 // Binary tensors are opened when their first piece arrives.
                 EntryData::Binary { .. } => {
-                    return Err(StreamError::Framing(format!(
-                        "output \"{}\" has no data",
-                        t.name
-                    )));
+                    return Err(StreamError::NoData {
+                        output: t.name.clone(),
+                    });
                 }
             }
             self.next += 1;
@@ -108,9 +121,7 @@ impl JsonReplyBody {
     }
 
     fn process_inner(&mut self, data: Bytes) -> Result<(), StreamError> {
-        self.splitter
-            .push(data, &mut self.pieces)
-            .map_err(|e| StreamError::Framing(e.to_string()))?;
+        self.splitter.push(data, &mut self.pieces)?;
         self.drain_pieces()
     }
 
@@ -127,17 +138,16 @@ impl JsonReplyBody {
             if let Some((index, vw)) = self.current.as_mut() {
                 let t = &self.doc.tensors[*index];
                 vw.write(&piece.data, &mut self.out)
-                    .map_err(|e| output_error(&t.name, e))?;
+                    .map_err(|e| not_json(&t.name, e))?;
                 if piece.last {
-                    let count = vw.finish().map_err(|e| output_error(&t.name, e))?;
+                    let count = vw.finish().map_err(|e| not_json(&t.name, e))?;
                     let expected = t.shape.element_count().unwrap_or(0);
                     if count != expected {
-                        return Err(StreamError::Output {
+                        return Err(StreamError::ElementCount {
                             output: t.name.clone(),
-                            detail: format!(
-                                "shape {} holds {expected} elements but the data has {count}",
-                                t.shape
-                            ),
+                            shape: t.shape.clone(),
+                            expected,
+                            found: count,
                         });
                     }
                     self.writer.tensor_close(&mut self.out);
@@ -152,10 +162,10 @@ impl JsonReplyBody {
 
     fn finish(&mut self) -> Result<(), StreamError> {
         if let Err((tensor, missing)) = self.splitter.finish(&mut self.pieces) {
-            return Err(StreamError::Framing(format!(
-                "output \"{}\" is missing {missing} bytes",
-                self.doc.tensors[tensor].name
-            )));
+            return Err(StreamError::ShortOutput {
+                output: self.doc.tensors[tensor].name.clone(),
+                missing,
+            });
         }
         self.drain_pieces()?;
         self.inline_until(self.doc.tensors.len())?;
@@ -169,10 +179,10 @@ impl JsonReplyBody {
     }
 }
 
-fn output_error(name: &str, e: impl std::fmt::Display) -> StreamError {
-    StreamError::Output {
+fn not_json(name: &str, source: WriteError) -> StreamError {
+    StreamError::NotJson {
         output: name.to_owned(),
-        detail: e.to_string(),
+        source,
     }
 }
 
@@ -201,7 +211,7 @@ impl http_body::Body for JsonReplyBody {
                         Ok(data) => this.process(data),
                         Err(_) => Ok(()),
                     },
-                    Some(Err(e)) => Err(StreamError::Upstream(e.to_string())),
+                    Some(Err(e)) => Err(StreamError::Upstream(e)),
                     None => {
                         this.done = true;
                         this.finish()

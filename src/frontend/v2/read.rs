@@ -1,0 +1,216 @@
+//! Reading a V2 client's inference request: a JSON body is converted as it
+//! streams in; a binary-extension body has its header parsed and its tensor
+//! bytes split off (slices, not copies). Rules are checked on each tensor's
+//! head as soon as it is known, before its data is read.
+
+use bytes::Bytes;
+use http::HeaderMap;
+use http::header;
+
+use crate::codec::v2::framing::{
+    self, FramingError, HeaderReader, IHCL_HEADER, check_header_length,
+};
+use crate::codec::v2::{
+    BinaryCollector, DocError, DocKind, DocLimits, DocParser, Document, EntryData,
+};
+use crate::config::Route;
+use crate::gateway::client_body::ClientBody;
+use crate::gateway::core::TensorData;
+use crate::gateway::core::checks::{check_heads, check_request};
+use crate::gateway::error::GatewayError;
+use crate::tensor::{DataType, bytes_layout};
+
+/// How a client framed its binary request, which decides how binary
+/// replies are labelled.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BinaryLabel {
+    /// `Inference-Header-Content-Length`.
+    Ihcl,
+    /// Triton's SageMaker content type
+    /// `application/vnd.sagemaker-triton.binary+json;json-header-size=N`.
+    TritonSageMaker,
+}
+
+/// How the client framed its body.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ClientFraming {
+    Json,
+    Binary {
+        header_len: u64,
+        label: BinaryLabel,
+    },
+    /// `Inference-Header-Content-Length: 0`: the whole body is the single
+    /// input.
+    Raw,
+}
+
+impl ClientFraming {
+    pub fn of(route: &Route, headers: &HeaderMap) -> Result<ClientFraming, GatewayError> {
+        let bad = |source| GatewayError::BadFraming {
+            route: route.name.clone(),
+            source,
+        };
+        if let Some(v) = headers.get(IHCL_HEADER) {
+            return match framing::parse_ihcl(v.as_bytes()).map_err(bad)? {
+                0 => Ok(ClientFraming::Raw),
+                n => Ok(ClientFraming::Binary {
+                    header_len: n,
+                    label: BinaryLabel::Ihcl,
+                }),
+            };
+        }
+        let ct = headers
+            .get(header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok());
+        match ct.and_then(framing::sagemaker_header_size) {
+            Some(size) => Ok(ClientFraming::Binary {
+                header_len: size.map_err(bad)?,
+                label: BinaryLabel::TritonSageMaker,
+            }),
+            None => Ok(ClientFraming::Json),
+        }
+    }
+}
+
+/// Limits on a client's request document, from the route's limits.
+pub fn doc_limits(route: &Route) -> DocLimits {
+    DocLimits {
+        max_elements: route.limits.max_elements_per_tensor,
+        max_dims: route.limits.max_dims,
+        ..DocLimits::default()
+    }
+}
+
+fn bad_doc(route: &Route) -> impl Fn(DocError) -> GatewayError + '_ {
+    move |source| GatewayError::BadDocument {
+        route: route.name.clone(),
+        source,
+    }
+}
+
+fn bad_framing(route: &Route) -> impl Fn(FramingError) -> GatewayError + '_ {
+    move |source| GatewayError::BadFraming {
+        route: route.name.clone(),
+        source,
+    }
+}
+
+/// A whole-JSON request body, converted while it streams in.
+pub async fn read_json(
+    route: &Route,
+    body: &mut ClientBody,
+) -> Result<(Document, Vec<TensorData>), GatewayError> {
+    let mut parser = DocParser::new(DocKind::Request, doc_limits(route));
+    while let Some(chunk) = body.next().await? {
+        parser.feed(&chunk).map_err(bad_doc(route))?;
+        check_heads(route, &parser.take_heads())?;
+    }
+    let doc = parser.finish().map_err(bad_doc(route))?;
+    check_request(route, &doc)?;
+    let data = doc
+        .tensors
+        .iter()
+        .map(|t| match &t.data {
+            EntryData::Inline { data, .. } => Ok(TensorData::Pieces(vec![data.clone()])),
+            EntryData::SharedMemory => Ok(TensorData::SharedMemory),
+            EntryData::Binary { size } => Err(bad_framing(route)(FramingError::ShortBody {
+                subject: format!("input '{}'", t.name),
+                missing: *size,
+            })),
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok((doc, data))
+}
+
+/// A binary-extension body whose JSON header is `header_len` bytes.
+pub async fn read_binary(
+    route: &Route,
+    body: &mut ClientBody,
+    header_len: u64,
+) -> Result<(Document, Vec<TensorData>), GatewayError> {
+    let limits = &route.limits;
+    check_header_length(
+        header_len,
+        body.declared_length(),
+        limits.max_json_header_bytes,
+    )
+    .map_err(|source| match source {
+        FramingError::HeaderTooLarge { .. } => GatewayError::HeaderTooLarge {
+            route: route.name.clone(),
+            source,
+        },
+        source => bad_framing(route)(source),
+    })?;
+    let (header, rest) = read_header(route, body, header_len).await?;
+    let doc =
+        DocParser::parse(DocKind::Request, doc_limits(route), &header).map_err(bad_doc(route))?;
+    check_request(route, &doc)?;
+    let total = doc
+        .binary_sizes()
+        .try_fold(header_len, |sum, (_, size)| sum.checked_add(size));
+    if total.is_none_or(|t| t > limits.max_body_bytes) {
+        return Err(GatewayError::BodyTooLarge {
+            route: route.name.clone(),
+            limit: limits.max_body_bytes,
+        });
+    }
+    let mut collector = BinaryCollector::new(&doc);
+    let mut next = Some(rest);
+    while let Some(chunk) = next {
+        collector.push(chunk).map_err(bad_framing(route))?;
+        next = body.next().await?;
+    }
+    let binary = collector.finish().map_err(|short| {
+        bad_framing(route)(FramingError::ShortBody {
+            subject: format!("input '{}'", doc.tensors[short.tensor].name),
+            missing: short.missing_total,
+        })
+    })?;
+    let mut data = Vec::with_capacity(doc.tensors.len());
+    for (t, pieces) in doc.tensors.iter().zip(binary) {
+        data.push(match &t.data {
+            EntryData::Inline { data, .. } => TensorData::Pieces(vec![data.clone()]),
+            EntryData::SharedMemory => TensorData::SharedMemory,
+            EntryData::Binary { .. } if t.datatype == DataType::Bytes => {
+                bytes_input(route, &t.name, t.shape.element_count().unwrap_or(0), pieces)?
+            }
+            EntryData::Binary { .. } => TensorData::Pieces(pieces),
+        });
+    }
+    Ok((doc, data))
+}
+
+/// BYTES inputs must be whole, well-framed elements.
+fn bytes_input(
+    route: &Route,
+    name: &str,
+    count: u64,
+    pieces: Vec<Bytes>,
+) -> Result<TensorData, GatewayError> {
+    let joined = TensorData::Pieces(pieces).joined();
+    bytes_layout::validate(&joined, count).map_err(|e| GatewayError::BadRequest {
+        route: route.name.clone(),
+        message: format!("input \"{name}\": {e}"),
+    })?;
+    Ok(TensorData::Pieces(vec![joined]))
+}
+
+/// The JSON header, and what came after it in the same frame.
+async fn read_header(
+    route: &Route,
+    body: &mut ClientBody,
+    header_len: u64,
+) -> Result<(Bytes, Bytes), GatewayError> {
+    let mut reader = HeaderReader::new(header_len as usize);
+    loop {
+        let Some(mut chunk) = body.next().await? else {
+            return Err(bad_framing(route)(FramingError::HeaderOutOfRange {
+                header: header_len,
+                body: header_len - reader.missing() as u64,
+            }));
+        };
+        if let Some(header) = reader.push(&mut chunk) {
+            return Ok((header, chunk));
+        }
+    }
+}

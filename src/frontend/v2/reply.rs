@@ -1,0 +1,281 @@
+//! Turning the backend's reply into the one the V2 client asked for.
+//!
+//! - errors (non-2xx) pass through untouched;
+//! - every output binary, as the client wants: the backend's bytes pass
+//!   through as they stream;
+//! - every output JSON: streamed as JSON while the backend's bytes arrive
+//!   ([`JsonReplyBody`]), unless a BYTES output must be checked for UTF-8
+//!   first;
+//! - otherwise (mixed, or a JSON backend answering a binary client) the
+//!   reply is collected by the core (bounded by `max_response_bytes`) and
+//!   written whole, because its `Inference-Header-Content-Length` depends on
+//!   every JSON value in it.
+
+use std::time::Instant;
+
+use bytes::Bytes;
+use http::header::{self, HeaderValue};
+use http::{HeaderMap, Response, StatusCode};
+use http_body_util::BodyExt;
+
+use super::json_stream::JsonReplyBody;
+use super::read::BinaryLabel;
+use crate::codec::v2::OutputSelection;
+use crate::codec::v2::framing::{self, IHCL_HEADER};
+use crate::codec::v2::json_write::{DocWriter, TensorForm, ValueWriter};
+use crate::codec::v2::{EntryData, TensorEntry};
+use crate::config::WireFormat;
+use crate::gateway::body::{Body, ChunksBody, PrefixedBody, full};
+use crate::gateway::client_body::concat;
+use crate::gateway::core::backend::{BackendReply, ReplyFraming, ReplyHead, Sent};
+use crate::gateway::core::{Exchange, InferReply, TensorData};
+use crate::gateway::encoding::{Coding, CompressBody, compress};
+use crate::gateway::error::GatewayError;
+use crate::gateway::headers::{strip_body_headers, strip_hop_by_hop};
+use crate::tensor::DataType;
+
+/// How the client wants its reply.
+#[derive(Clone, Debug)]
+pub struct Wanted {
+    pub outputs: OutputSelection,
+    pub coding: Coding,
+    /// `None` for a raw binary request: the backend's reply as it is.
+    pub label: Option<BinaryLabel>,
+}
+
+pub async fn render(
+    x: Exchange<'_>,
+    sent: Sent,
+    wanted: &Wanted,
+) -> Result<Response<Body>, GatewayError> {
+    let reply = match sent {
+        Sent::Failed(resp) => {
+            let (mut parts, body) = resp.into_parts();
+            strip_hop_by_hop(&mut parts.headers);
+            return Ok(Response::from_parts(parts, body.boxed_unsync()));
+        }
+        Sent::Reply(reply) => reply,
+    };
+    let Some(label) = wanted.label else {
+        return Ok(passthrough(*reply, wanted.coding));
+    };
+    if reply.framing == ReplyFraming::Json
+        && !wanted.outputs.any_binary()
+        && x.route.backend_format == WireFormat::Json
+        && x.route.rules.outputs.is_empty()
+    {
+        // JSON in, JSON wanted, no output rules to check: stream it through.
+        return Ok(passthrough(*reply, wanted.coding));
+    }
+    let binary_framing = matches!(reply.framing, ReplyFraming::Binary { .. });
+    let head = reply.head(x).await?;
+    let doc = &head.doc;
+    let wants: Vec<bool> = doc
+        .tensors
+        .iter()
+        .map(|t| wanted.outputs.wants_binary(&t.name))
+        .collect();
+    if !binary_framing {
+        let json_only = doc
+            .tensors
+            .iter()
+            .all(|t| !matches!(t.data, EntryData::Binary { .. }));
+        if json_only && !wanted.outputs.any_binary() {
+            let (mut parts, raw) = (head.parts, head.raw);
+            strip_hop_by_hop(&mut parts.headers);
+            return Ok(compressed(parts, full(raw), wanted.coding));
+        }
+    }
+    let all_binary_already = doc
+        .tensors
+        .iter()
+        .zip(&wants)
+        .all(|(t, &w)| w && !matches!(t.data, EntryData::Inline { .. }));
+    if binary_framing && all_binary_already && label == BinaryLabel::Ihcl {
+        return Ok(passthrough_binary(head, wanted.coding));
+    }
+    x.obs.elements(
+        "response",
+        doc.tensors
+            .iter()
+            .map(|t| t.shape.element_count().unwrap_or(0))
+            .sum(),
+    );
+    let no_binary = !wants.iter().any(|&w| w);
+    let needs_check = doc
+        .tensors
+        .iter()
+        .any(|t| t.datatype == DataType::Bytes && matches!(t.data, EntryData::Binary { .. }));
+    if binary_framing && no_binary && !needs_check {
+        return Ok(stream_json(x, head, wanted.coding));
+    }
+    let (parts, reply) = head.collect(x).await?;
+    assemble(x, parts, reply, &wants, label, wanted.coding)
+}
+
+/// The backend's reply as it is, compressed if the client accepts it.
+fn passthrough(reply: BackendReply, coding: Coding) -> Response<Body> {
+    let (mut parts, body) = reply.into_stream();
+    strip_hop_by_hop(&mut parts.headers);
+    compressed(parts, body.boxed_unsync(), coding)
+}
+
+fn compressed(mut parts: http::response::Parts, body: Body, coding: Coding) -> Response<Body> {
+    if coding == Coding::Identity || parts.headers.contains_key(header::CONTENT_ENCODING) {
+        return Response::from_parts(parts, body);
+    }
+    parts.headers.remove(header::CONTENT_LENGTH);
+    set_encoding(&mut parts.headers, coding);
+    Response::from_parts(parts, CompressBody::new(body, coding).boxed_unsync())
+}
+
+fn passthrough_binary(head: ReplyHead, coding: Coding) -> Response<Body> {
+    let ReplyHead {
+        mut parts,
+        raw,
+        after,
+        stream,
+        ..
+    } = head;
+    strip_hop_by_hop(&mut parts.headers);
+    let header_len = raw.len() as u64;
+    let whole = PrefixedBody::new([raw, after], stream.into_inner());
+    let length = parts.headers.get(header::CONTENT_LENGTH).cloned();
+    strip_body_headers(&mut parts.headers);
+    let h = &mut parts.headers;
+    h.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/octet-stream"),
+    );
+    h.insert(IHCL_HEADER, HeaderValue::from(header_len));
+    if coding == Coding::Identity {
+        if let Some(length) = length {
+            h.insert(header::CONTENT_LENGTH, length);
+        }
+        return Response::from_parts(parts, whole.boxed_unsync());
+    }
+    set_encoding(h, coding);
+    Response::from_parts(
+        parts,
+        CompressBody::new(whole.boxed_unsync(), coding).boxed_unsync(),
+    )
+}
+
+fn set_encoding(headers: &mut HeaderMap, coding: Coding) {
+    headers.insert(
+        header::CONTENT_ENCODING,
+        HeaderValue::from_static(coding.name()),
+    );
+    headers.append(header::VARY, HeaderValue::from_static("accept-encoding"));
+}
+
+/// A streamed all-JSON reply (chunked).
+fn stream_json(x: Exchange<'_>, head: ReplyHead, coding: Coding) -> Response<Body> {
+    let ReplyHead {
+        mut parts,
+        doc,
+        after,
+        stream,
+        ..
+    } = head;
+    strip_hop_by_hop(&mut parts.headers);
+    strip_body_headers(&mut parts.headers);
+    parts.headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    let body = JsonReplyBody::new(stream.into_inner(), doc, after, x.obs.clone()).boxed_unsync();
+    compressed(parts, body, coding)
+}
+
+/// Writes a collected reply whole: JSON outputs inline, binary outputs after
+/// the header.
+fn assemble(
+    x: Exchange<'_>,
+    mut parts: http::response::Parts,
+    reply: InferReply,
+    wants: &[bool],
+    label: BinaryLabel,
+    coding: Coding,
+) -> Result<Response<Body>, GatewayError> {
+    let started = Instant::now();
+    let mut header = Vec::with_capacity(256);
+    let mut w = DocWriter::new();
+    let doc = &reply.header;
+    w.open(doc, &mut header);
+    let mut binary_chunks: Vec<Bytes> = Vec::new();
+    for ((t, data), &binary) in reply.outputs().zip(wants) {
+        match data {
+            TensorData::SharedMemory => w.tensor_open(t, TensorForm::AsIs, &mut header),
+            TensorData::Pieces(pieces) if binary => {
+                w.tensor_open(t, TensorForm::Binary(data.len()), &mut header);
+                binary_chunks.extend(pieces.iter().cloned());
+            }
+            TensorData::Pieces(pieces) => write_json_tensor(x, &mut w, t, pieces, &mut header)?,
+        }
+    }
+    w.close(doc, &mut header);
+    x.obs.translation("response", started.elapsed());
+
+    strip_hop_by_hop(&mut parts.headers);
+    strip_body_headers(&mut parts.headers);
+    let headers = &mut parts.headers;
+    let header_len = header.len() as u64;
+    let any_binary = wants
+        .iter()
+        .zip(&reply.data)
+        .any(|(&w, d)| w && *d != TensorData::SharedMemory);
+    let content_type = if !any_binary {
+        HeaderValue::from_static("application/json")
+    } else if label == BinaryLabel::TritonSageMaker {
+        HeaderValue::from_str(&format!(
+            "{};json-header-size={header_len}",
+            framing::SAGEMAKER_BINARY_CONTENT_TYPE
+        ))
+        .unwrap_or(HeaderValue::from_static("application/octet-stream"))
+    } else {
+        headers.insert(IHCL_HEADER, HeaderValue::from(header_len));
+        HeaderValue::from_static("application/octet-stream")
+    };
+    headers.insert(header::CONTENT_TYPE, content_type);
+    let chunks = std::iter::once(Bytes::from(header)).chain(binary_chunks);
+    let body = if coding == Coding::Identity {
+        let body = ChunksBody::new(chunks);
+        headers.insert(header::CONTENT_LENGTH, HeaderValue::from(body.len()));
+        body.boxed()
+    } else {
+        let packed = compress(&concat(chunks.collect()), coding);
+        set_encoding(headers, coding);
+        headers.insert(
+            header::CONTENT_LENGTH,
+            HeaderValue::from(packed.len() as u64),
+        );
+        full(packed)
+    };
+    let status: StatusCode = parts.status;
+    let mut resp = Response::from_parts(parts, body);
+    *resp.status_mut() = status;
+    Ok(resp)
+}
+
+fn write_json_tensor(
+    x: Exchange<'_>,
+    w: &mut DocWriter,
+    t: &TensorEntry,
+    pieces: &[Bytes],
+    out: &mut Vec<u8>,
+) -> Result<(), GatewayError> {
+    w.tensor_open(t, TensorForm::Json, out);
+    let mut vw = ValueWriter::new(t.datatype);
+    let not_json = |source| GatewayError::OutputNotJson {
+        route: x.route.name.clone(),
+        output: t.name.clone(),
+        source,
+    };
+    for p in pieces {
+        vw.write(p, out).map_err(not_json)?;
+    }
+    vw.finish().map_err(not_json)?;
+    w.tensor_close(out);
+    Ok(())
+}

@@ -1,0 +1,211 @@
+//! The request body sent to the backend, in the route's wire format.
+//!
+//! Binary: every input becomes binary (`binary_data_size`) — converted JSON
+//! data and binary client data alike go as the same `Bytes` slices — and
+//! the backend is asked for binary outputs. JSON: every input is written as
+//! JSON `data` and binary output flags are removed. A request that uses
+//! shared memory keeps its outputs exactly as the client asked.
+
+use bytes::Bytes;
+use serde_json::{Map, Value};
+
+use crate::codec::v2::Document;
+use crate::codec::v2::json_write::{DocWriter, TensorForm, ValueWriter};
+use crate::config::WireFormat;
+use crate::gateway::core::TensorData;
+use crate::gateway::error::GatewayError;
+
+/// A body for the backend and how to describe it.
+#[derive(Debug)]
+pub struct RequestBody {
+    pub chunks: Vec<Bytes>,
+    /// The JSON header's length, for `Inference-Header-Content-Length`
+    /// (binary format only).
+    pub header_len: Option<u64>,
+    pub content_type: &'static str,
+}
+
+impl RequestBody {
+    #[allow(clippy::len_without_is_empty)]
+    pub fn len(&self) -> u64 {
+        self.chunks.iter().map(|c| c.len() as u64).sum()
+    }
+}
+
+pub fn build(
+    route: &str,
+    mut header: Document,
+    data: Vec<TensorData>,
+    format: WireFormat,
+) -> Result<RequestBody, GatewayError> {
+    let shm = data.contains(&TensorData::SharedMemory);
+    match format {
+        WireFormat::Binary => {
+            if !shm {
+                ask_for_binary_outputs(&mut header);
+            }
+            Ok(binary(&header, data))
+        }
+        WireFormat::Json => {
+            if !shm {
+                drop_binary_flags(&mut header);
+            }
+            json(route, &header, &data)
+        }
+    }
+}
+
+fn binary(header: &Document, data: Vec<TensorData>) -> RequestBody {
+    let mut text = Vec::with_capacity(256 + 96 * header.tensors.len());
+    let mut w = DocWriter::new();
+    w.open(header, &mut text);
+    for (t, bytes) in header.tensors.iter().zip(&data) {
+        let form = match bytes {
+            TensorData::SharedMemory => TensorForm::AsIs,
+            TensorData::Pieces(_) => TensorForm::Binary(bytes.len()),
+        };
+        w.tensor_open(t, form, &mut text);
+    }
+    w.close(header, &mut text);
+    let header_len = text.len() as u64;
+    let mut chunks = Vec::with_capacity(1 + data.len());
+    chunks.push(Bytes::from(text));
+    for bytes in data {
+        if let TensorData::Pieces(p) = bytes {
+            chunks.extend(p);
+        }
+    }
+    RequestBody {
+        chunks,
+        header_len: Some(header_len),
+        content_type: "application/octet-stream",
+    }
+}
+
+fn json(route: &str, header: &Document, data: &[TensorData]) -> Result<RequestBody, GatewayError> {
+    let mut out =
+        Vec::with_capacity(256 + data.iter().map(|d| d.len() as usize * 3).sum::<usize>());
+    let mut w = DocWriter::new();
+    w.open(header, &mut out);
+    for (t, bytes) in header.tensors.iter().zip(data) {
+        match bytes {
+            TensorData::SharedMemory => w.tensor_open(t, TensorForm::AsIs, &mut out),
+            TensorData::Pieces(pieces) => {
+                w.tensor_open(t, TensorForm::Json, &mut out);
+                let mut vw = ValueWriter::new(t.datatype);
+                let not_json = |source| GatewayError::InputNotJson {
+                    route: route.to_owned(),
+                    input: t.name.clone(),
+                    source,
+                };
+                for p in pieces {
+                    vw.write(p, &mut out).map_err(not_json)?;
+                }
+                vw.finish().map_err(not_json)?;
+                w.tensor_close(&mut out);
+            }
+        }
+    }
+    w.close(header, &mut out);
+    Ok(RequestBody {
+        chunks: vec![Bytes::from(out)],
+        header_len: None,
+        content_type: "application/json",
+    })
+}
+
+/// Sets a request-level parameter, creating `"parameters"` if needed.
+fn set_parameter(doc: &mut Document, key: &str, value: Value) {
+    let members = &mut doc.members;
+    match members.iter_mut().find(|(k, _)| k == "parameters") {
+        Some((_, Value::Object(p))) => {
+            p.insert(key.to_owned(), value);
+        }
+        Some((_, other)) => {
+            let mut p = Map::new();
+            p.insert(key.to_owned(), value);
+            *other = Value::Object(p);
+        }
+        None => {
+            let mut p = Map::new();
+            p.insert(key.to_owned(), value);
+            members.push(("parameters".to_owned(), Value::Object(p)));
+        }
+    }
+}
+
+/// Asks for every output in binary: the listed outputs each get
+/// `binary_data: true`; without a list (or with an empty one, which Triton
+/// reads as no list), `binary_data_output: true`.
+fn ask_for_binary_outputs(doc: &mut Document) {
+    if let Some((_, Value::Array(outputs))) = doc.members.iter_mut().find(|(k, _)| k == "outputs")
+        && !outputs.is_empty()
+    {
+        for o in outputs.iter_mut().filter_map(Value::as_object_mut) {
+            let params = o
+                .entry("parameters")
+                .or_insert_with(|| Value::Object(Map::new()));
+            if let Some(p) = params.as_object_mut() {
+                p.insert("binary_data".to_owned(), Value::Bool(true));
+            }
+        }
+        return;
+    }
+    set_parameter(doc, "binary_data_output", Value::Bool(true));
+}
+
+/// Removes binary output requests for a backend that only speaks JSON.
+fn drop_binary_flags(doc: &mut Document) {
+    for (key, value) in doc.members.iter_mut() {
+        match (key.as_str(), value) {
+            ("outputs", Value::Array(outputs)) => {
+                for p in outputs
+                    .iter_mut()
+                    .filter_map(|o| o.get_mut("parameters"))
+                    .filter_map(Value::as_object_mut)
+                {
+                    p.remove("binary_data");
+                }
+            }
+            ("parameters", Value::Object(p)) => {
+                p.remove("binary_data_output");
+            }
+            _ => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::codec::v2::{DocKind, DocLimits, DocParser};
+
+    fn header_of(json: &str) -> String {
+        let doc =
+            DocParser::parse(DocKind::Request, DocLimits::default(), json.as_bytes()).unwrap();
+        let data = vec![TensorData::Pieces(vec![Bytes::from_static(&[0; 4])]); doc.tensors.len()];
+        let body = build("r", doc, data, WireFormat::Binary).unwrap();
+        let n = body.header_len.unwrap() as usize;
+        String::from_utf8(body.chunks[0][..n].to_vec()).unwrap()
+    }
+
+    #[test]
+    fn binary_outputs_requested() {
+        let input = r#"{"name":"A","datatype":"FP32","shape":[1],"data":[1]}"#;
+        assert_eq!(
+            header_of(&format!(r#"{{"inputs":[{input}]}}"#)),
+            r#"{"inputs":[{"name":"A","datatype":"FP32","shape":[1],"parameters":{"binary_data_size":4}}],"parameters":{"binary_data_output":true}}"#
+        );
+        // An empty list means every output to Triton: ask for all in binary.
+        assert_eq!(
+            header_of(&format!(r#"{{"inputs":[{input}],"outputs":[]}}"#)),
+            r#"{"inputs":[{"name":"A","datatype":"FP32","shape":[1],"parameters":{"binary_data_size":4}}],"outputs":[],"parameters":{"binary_data_output":true}}"#
+        );
+        assert_eq!(
+            header_of(&format!(
+                r#"{{"inputs":[{input}],"outputs":[{{"name":"O"}}]}}"#
+            )),
+            r#"{"inputs":[{"name":"A","datatype":"FP32","shape":[1],"parameters":{"binary_data_size":4}}],"outputs":[{"name":"O","parameters":{"binary_data":true}}]}"#
+        );
+    }
+}
