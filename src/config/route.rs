@@ -1,0 +1,84 @@
+//! `[[routes]]`: which models go where, in what format, under which rules,
+//! and what the frontends may do on them.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use serde::Deserialize;
+
+use super::{Backend, DecthingsRoute, Limits, SageMakerRoute};
+use crate::rules::RouteRules;
+
+/// How the gateway talks to a route's backend.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum WireFormat {
+    /// The binary tensor data extension (Triton, KServe with binary support).
+    #[default]
+    Binary,
+    /// Plain JSON `data` (servers without the extension).
+    Json,
+}
+
+/// A kind of Triton control endpoint. Denied on the data port unless the
+/// route lists it in `allow_control`: they change or reveal server state.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ControlKind {
+    /// `/v2/repository/...`: load, unload, index.
+    Repository,
+    /// `/v2/systemsharedmemory/...`, `/v2/cudasharedmemory/...`.
+    SharedMemory,
+    /// `/v2/logging`.
+    Logging,
+    /// `/v2/trace/setting`, `/v2/models/{m}/trace/setting`.
+    Trace,
+}
+
+/// `[[routes]]`: which models go where, in what format, under which rules.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Route {
+    pub name: String,
+    pub models: Vec<String>,
+    pub default: bool,
+    pub backend: Arc<Backend>,
+    pub backend_format: WireFormat,
+    pub limits: Limits,
+    pub rules: RouteRules,
+    /// `[routes.decthings]`: the Decthings frontend on this route.
+    pub decthings: DecthingsRoute,
+    /// `[routes.sagemaker]`: the SageMaker frontend on this route.
+    pub sagemaker: SageMakerRoute,
+    /// Triton control endpoints allowed on the data port (default none).
+    pub allow_control: BTreeSet<ControlKind>,
+}
+
+impl Route {
+    /// A route to `backend` with every optional key at its default: no
+    /// models, not the default route, binary format, default limits, no
+    /// rules, both frontends on with their defaults, no control endpoints.
+    pub fn new(name: impl Into<String>, backend: Arc<Backend>) -> Route {
+        Route {
+            name: name.into(),
+            models: Vec::new(),
+            default: false,
+            backend,
+            backend_format: WireFormat::default(),
+            limits: Limits::default(),
+            rules: RouteRules {
+                allow_unknown_inputs: true,
+                ..RouteRules::default()
+            },
+            decthings: DecthingsRoute::default(),
+            sagemaker: SageMakerRoute::default(),
+            allow_control: BTreeSet::new(),
+        }
+    }
+
+    /// Whether `model` may be named by this route's frontend maps
+    /// (`model_ids`, `endpoints`, `default_model`): one of its models, or
+    /// anything on the default route.
+    pub fn serves(&self, model: &str) -> bool {
+        self.default || self.models.iter().any(|m| m == model)
+    }
+}
