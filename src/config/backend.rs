@@ -53,6 +53,12 @@ impl Backend {
 /// Checks a backend URL: `http://host:port` with an optional path prefix,
 /// no query. The file loader and `--backend` both use this.
 pub fn parse_url(text: &str) -> Result<http::Uri, String> {
+    // `http::Uri` lets some characters RFC 3986 does not allow (`\`, `"`,
+    // `{`, ...) through; a backend URL has no use for them.
+    let uri_char = |b: u8| b.is_ascii_alphanumeric() || b"-._~:/?#[]@!$&'()*+,;=%".contains(&b);
+    if !text.bytes().all(uri_char) {
+        return Err(format!("{text:?} is not an http://host:port URL"));
+    }
     match text.parse::<http::Uri>() {
         Ok(u)
             if u.scheme_str() == Some("http") && u.authority().is_some() && u.query().is_none() =>

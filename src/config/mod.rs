@@ -23,7 +23,7 @@ mod validate;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-pub use backend::{Backend, parse_url as parse_backend_url};
+pub use backend::Backend;
 pub use error::{ConfigError, ConfigErrors};
 pub use frontends::{DecthingsRoute, MultipleTensors, SageMakerOutput, SageMakerRoute};
 pub use load::{from_str, load_file};

@@ -74,11 +74,4 @@ impl Route {
             allow_control: BTreeSet::new(),
         }
     }
-
-    /// Whether `model` may be named by this route's frontend maps
-    /// (`model_ids`, `endpoints`, `default_model`): one of its models, or
-    /// anything on the default route.
-    pub fn serves(&self, model: &str) -> bool {
-        self.default || self.models.iter().any(|m| m == model)
-    }
 }

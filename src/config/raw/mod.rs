@@ -5,6 +5,7 @@
 //! its key path, not only the first. Nothing here knows about other keys.
 
 mod collect;
+mod shape;
 mod values;
 
 use std::collections::BTreeMap;
@@ -12,22 +13,24 @@ use std::collections::BTreeMap;
 use serde::Deserialize;
 
 pub use collect::{Stage1, parse};
+pub use shape::{Table, Word};
 pub use values::*;
 
 use super::{ControlKind, MultipleTensors, WireFormat};
 
-/// The file. Tables that are absent deserialize as all-absent keys.
+/// The file. Absent tables deserialize with every key absent. Sub-tables
+/// are [`Table`]s and enum values [`Word`]s, for their error messages.
 #[derive(Debug, Default, Deserialize)]
-#[serde(default, deny_unknown_fields, expecting = "a table")]
+#[serde(default, deny_unknown_fields)]
 pub struct RawConfig {
-    pub server: RawServer,
-    pub limits: RawLimits,
-    pub backends: BTreeMap<String, RawBackend>,
-    pub routes: Vec<RawRoute>,
+    pub server: Table<RawServer>,
+    pub limits: Table<RawLimits>,
+    pub backends: BTreeMap<String, Table<RawBackend>>,
+    pub routes: Vec<Table<RawRoute>>,
 }
 
 #[derive(Debug, Default, Deserialize)]
-#[serde(default, deny_unknown_fields, expecting = "a table")]
+#[serde(default, deny_unknown_fields)]
 pub struct RawServer {
     pub listen: Option<Addr>,
     pub admin_listen: Option<Addr>,
@@ -44,7 +47,7 @@ pub struct RawServer {
 
 /// `[limits]` and `[routes.limits]`.
 #[derive(Debug, Default, Deserialize)]
-#[serde(default, deny_unknown_fields, expecting = "a table")]
+#[serde(default, deny_unknown_fields)]
 pub struct RawLimits {
     pub max_body_bytes: Option<Positive<u64>>,
     pub max_json_header_bytes: Option<Positive<u64>>,
@@ -54,7 +57,7 @@ pub struct RawLimits {
 }
 
 #[derive(Debug, Default, Deserialize)]
-#[serde(default, deny_unknown_fields, expecting = "a table")]
+#[serde(default, deny_unknown_fields)]
 pub struct RawBackend {
     pub url: Option<BackendUrl>,
     pub connect_timeout: Option<Timeout>,
@@ -67,25 +70,25 @@ pub struct RawBackend {
 }
 
 #[derive(Debug, Default, Deserialize)]
-#[serde(default, deny_unknown_fields, expecting = "a table")]
+#[serde(default, deny_unknown_fields)]
 pub struct RawRoute {
     pub name: Option<Name>,
     pub models: Vec<Name>,
     pub default: bool,
     pub backend: Option<Name>,
-    pub backend_format: WireFormat,
-    pub limits: RawLimits,
-    pub inputs: BTreeMap<String, RawTensorRule>,
-    pub outputs: BTreeMap<String, RawTensorRule>,
+    pub backend_format: Word<WireFormat>,
+    pub limits: Table<RawLimits>,
+    pub inputs: BTreeMap<String, Table<RawTensorRule>>,
+    pub outputs: BTreeMap<String, Table<RawTensorRule>>,
     pub allow_unknown_inputs: Option<bool>,
-    pub allow_control: Vec<ControlKind>,
-    pub decthings: RawDecthings,
-    pub sagemaker: RawSageMaker,
+    pub allow_control: Vec<Word<ControlKind>>,
+    pub decthings: Table<RawDecthings>,
+    pub sagemaker: Table<RawSageMaker>,
 }
 
 /// `[routes.inputs.NAME]` and `[routes.outputs.NAME]`.
 #[derive(Debug, Default, Deserialize)]
-#[serde(default, deny_unknown_fields, expecting = "a table")]
+#[serde(default, deny_unknown_fields)]
 pub struct RawTensorRule {
     pub shape: Option<Vec<Dim>>,
     pub allowed_types: Option<Vec<TypeName>>,
@@ -93,17 +96,17 @@ pub struct RawTensorRule {
 }
 
 #[derive(Debug, Default, Deserialize)]
-#[serde(default, deny_unknown_fields, expecting = "a table")]
+#[serde(default, deny_unknown_fields)]
 pub struct RawDecthings {
     pub enabled: Option<bool>,
     pub prefix: Option<Prefix>,
-    pub multiple_tensors: Option<MultipleTensors>,
+    pub multiple_tensors: Option<Word<MultipleTensors>>,
     pub unstack_outputs: Vec<Name>,
     pub model_ids: BTreeMap<Name, Name>,
 }
 
 #[derive(Debug, Default, Deserialize)]
-#[serde(default, deny_unknown_fields, expecting = "a table")]
+#[serde(default, deny_unknown_fields)]
 pub struct RawSageMaker {
     pub enabled: Option<bool>,
     pub default_model: Option<Name>,
@@ -112,12 +115,12 @@ pub struct RawSageMaker {
     pub batch_records: Option<Positive<usize>>,
     pub max_batches_in_flight: Option<Positive<usize>>,
     pub endpoints: BTreeMap<EndpointName, Name>,
-    pub outputs: Vec<RawOutput>,
+    pub outputs: Vec<Table<RawOutput>>,
 }
 
 /// `[[routes.sagemaker.outputs]]`.
 #[derive(Debug, Default, Deserialize)]
-#[serde(default, deny_unknown_fields, expecting = "a table")]
+#[serde(default, deny_unknown_fields)]
 pub struct RawOutput {
     pub name: Option<Name>,
     pub rename: Option<Name>,

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use super::Check;
 use super::route::may_name;
-use crate::config::raw::{RawDecthings, RawOutput, RawSageMaker};
+use crate::config::raw::{RawDecthings, RawOutput, RawSageMaker, Table};
 use crate::config::{DecthingsRoute, SageMakerOutput, SageMakerRoute};
 
 impl Check<'_> {
@@ -25,7 +25,7 @@ impl Check<'_> {
             d.prefix = prefix.0;
         }
         if let Some(multiple) = raw.multiple_tensors {
-            d.multiple_tensors = multiple;
+            d.multiple_tensors = multiple.0;
         }
         d.unstack_outputs = raw.unstack_outputs.into_iter().map(|n| n.0).collect();
         let ids = raw.model_ids.into_iter().map(|(k, v)| (k.0, v.0));
@@ -85,9 +85,9 @@ impl Check<'_> {
 
     /// `[[routes.sagemaker.outputs]]`: names required, no name twice, no
     /// reply name twice.
-    fn outputs(&mut self, key: &str, raw: Vec<RawOutput>) -> Vec<SageMakerOutput> {
+    fn outputs(&mut self, key: &str, raw: Vec<Table<RawOutput>>) -> Vec<SageMakerOutput> {
         let mut out: Vec<(String, SageMakerOutput)> = Vec::new();
-        for (i, o) in raw.into_iter().enumerate() {
+        for (i, Table(o)) in raw.into_iter().enumerate() {
             let item = format!("{key}[{}]", self.stage1.original(key, i));
             let Some(name) = o.name else {
                 self.error(format!("{item}.name"), "required");

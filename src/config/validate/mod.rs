@@ -11,7 +11,7 @@ mod unique;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use super::raw::{RawBackend, RawConfig, RawLimits, RawServer, Stage1};
+use super::raw::{RawBackend, RawConfig, RawLimits, RawServer, Stage1, Table};
 use super::{Backend, Config, ConfigError, Limits, ServerConfig};
 
 /// Overwrites each field of `$target` that `$raw` sets (raw values are
@@ -32,8 +32,8 @@ pub fn config(stage1: &Stage1, raw: RawConfig) -> Result<Config, Vec<ConfigError
         errors: Vec::new(),
         unique: unique::Unique::default(),
     };
-    let server = check.server(raw.server);
-    let defaults = check.limits("limits", Limits::default(), raw.limits);
+    let server = check.server(raw.server.0);
+    let defaults = check.limits("limits", Limits::default(), raw.limits.0);
     let backends = check.backends(raw.backends);
     if raw.routes.is_empty() {
         check.error("routes", "at least one [[routes]] entry is required");
@@ -42,7 +42,7 @@ pub fn config(stage1: &Stage1, raw: RawConfig) -> Result<Config, Vec<ConfigError
         .routes
         .into_iter()
         .enumerate()
-        .filter_map(|(i, r)| check.route(i, r, &backends, defaults))
+        .filter_map(|(i, r)| check.route(i, r.0, &backends, defaults))
         .map(Arc::new)
         .collect();
     if !check.errors.is_empty() {
@@ -114,12 +114,15 @@ impl Check<'_> {
         limits
     }
 
-    fn backends(&mut self, raw: BTreeMap<String, RawBackend>) -> BTreeMap<String, Arc<Backend>> {
+    fn backends(
+        &mut self,
+        raw: BTreeMap<String, Table<RawBackend>>,
+    ) -> BTreeMap<String, Arc<Backend>> {
         if raw.is_empty() {
             self.error("backends", "at least one backend is required");
         }
         let mut out = BTreeMap::new();
-        for (name, b) in raw {
+        for (name, Table(b)) in raw {
             let Some(url) = b.url else {
                 self.error(format!("backends.{name}.url"), "required");
                 continue;

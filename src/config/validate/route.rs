@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use super::Check;
-use crate::config::raw::{Name, RawRoute, RawTensorRule};
+use crate::config::raw::{Name, RawRoute, RawTensorRule, Table};
 use crate::config::{Backend, Limits, Route};
 use crate::rules::{RouteRules, ShapeRule, TensorRule};
 
@@ -35,11 +35,11 @@ impl Check<'_> {
             self.error(format!("{key}.models"), message);
         }
         let backend = self.backend_ref(&key, raw.backend, backends);
-        let limits = self.limits(&format!("{key}.limits"), defaults, raw.limits);
+        let limits = self.limits(&format!("{key}.limits"), defaults, raw.limits.0);
         let inputs = self.tensor_rules(&format!("{key}.inputs"), raw.inputs);
         let outputs = self.tensor_rules(&format!("{key}.outputs"), raw.outputs);
-        let decthings = self.decthings(&key, raw.decthings, &models, raw.default);
-        let sagemaker = self.sagemaker(&key, raw.sagemaker, &models, raw.default);
+        let decthings = self.decthings(&key, raw.decthings.0, &models, raw.default);
+        let sagemaker = self.sagemaker(&key, raw.sagemaker.0, &models, raw.default);
         let label = name.as_ref().map_or(key.clone(), |n| format!("{n:?}"));
         let seen = super::unique::Seen {
             key: &key,
@@ -56,7 +56,7 @@ impl Check<'_> {
             models,
             default: raw.default,
             backend: backend?,
-            backend_format: raw.backend_format,
+            backend_format: raw.backend_format.0,
             limits,
             rules: RouteRules {
                 allow_unknown_inputs: raw.allow_unknown_inputs.unwrap_or(inputs.is_empty()),
@@ -65,7 +65,7 @@ impl Check<'_> {
             },
             decthings,
             sagemaker,
-            allow_control: raw.allow_control.into_iter().collect(),
+            allow_control: raw.allow_control.into_iter().map(|k| k.0).collect(),
         })
     }
 
@@ -95,10 +95,10 @@ impl Check<'_> {
     fn tensor_rules(
         &mut self,
         key: &str,
-        raw: BTreeMap<String, RawTensorRule>,
+        raw: BTreeMap<String, Table<RawTensorRule>>,
     ) -> BTreeMap<String, TensorRule> {
         let mut out = BTreeMap::new();
-        for (name, rule) in raw {
+        for (name, Table(rule)) in raw {
             let mut allowed = None;
             let mut decthings = Vec::new();
             if let Some(names) = rule.allowed_types {
