@@ -129,3 +129,16 @@ default_model = "rowsum"
     assert_eq!(loaded.backends, built.backends);
     assert_eq!(loaded.routes, built.routes);
 }
+
+/// The example file documents every key, so it must load, and it must set
+/// every new key to its default or a valid value.
+#[test]
+fn example_file_loads() {
+    let c = load(include_str!("../../../config/tensorgate.example.toml"));
+    assert_eq!(c.server, ServerConfig::default());
+    let simple = c.route_for_model("simple").unwrap();
+    assert_eq!(simple.sagemaker.outputs[0].reply_name(), "sum");
+    assert_eq!(simple.decthings.model_ids["4f1c8a2e-simple"], "simple");
+    let triton = Backend::new("triton", "http://127.0.0.1:8001".parse().unwrap());
+    assert_eq!(*c.backends["triton"], triton);
+}
