@@ -50,7 +50,7 @@ checked_string!(
     Timeout(Duration),
     "a duration like \"30s\"",
     |s| match duration::parse(s)? {
-        Duration::ZERO => Err(format!("{s:?} is zero; a zero limit would fail everything")),
+        Duration::ZERO => Err(format!("must be above zero, got {s:?}")),
         d => Ok(d),
     }
 );

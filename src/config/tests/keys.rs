@@ -61,9 +61,9 @@ fn server_invalid_values() {
         ),
         &[
             "server.max_connections: must be positive, got 0",
-            "server.handshake_timeout: \"0s\" is zero; a zero limit would fail everything",
+            "server.handshake_timeout: must be above zero, got \"0s\"",
             "server.queue_timeout: invalid type: integer `5`, expected a duration like \"30s\"",
-            "server.body_total_timeout: \"0ms\" is zero; a zero limit would fail everything",
+            "server.body_total_timeout: must be above zero, got \"0ms\"",
             "server.drain_delay: \"soon\" does not start with a whole number",
             "server.admin_listen: must differ from server.listen",
         ],
@@ -82,7 +82,7 @@ fn every_timeout_refuses_zero_and_overflow() {
     ];
     for key in server {
         let text = format!("[server]\n{key} = \"0s\"\n{}", route(""));
-        let zero = format!("server.{key}: \"0s\" is zero; a zero limit would fail everything");
+        let zero = format!("server.{key}: must be above zero, got \"0s\"");
         assert_eq!(errors(&text), [zero]);
         let text = format!("[server]\n{key} = \"9999999999999999h\"\n{}", route(""));
         assert_eq!(
@@ -99,7 +99,7 @@ fn every_timeout_refuses_zero_and_overflow() {
     ];
     for key in backend {
         let text = route("").replace("[[routes]]", &format!("{key} = \"0ms\"\n[[routes]]"));
-        let zero = format!("backends.b.{key}: \"0ms\" is zero; a zero limit would fail everything");
+        let zero = format!("backends.b.{key}: must be above zero, got \"0ms\"");
         assert_eq!(errors(&text), [zero]);
     }
 }
