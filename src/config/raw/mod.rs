@@ -1,6 +1,7 @@
 //! Stage 1: the TOML file as serde structs, one field per key. Every key is
 //! spelled here once; unknown keys are refused by serde with the list of
-//! expected ones, and leaf values check themselves (`values`). `collect`
+//! expected ones, leaf values check themselves (`values`), and `shape`
+//! makes tables and enum words insist on their TOML type. `collect`
 //! runs the deserialization so that *every* such error is reported with
 //! its key path, not only the first. Nothing here knows about other keys.
 
