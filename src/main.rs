@@ -6,10 +6,7 @@ use std::process::ExitCode;
 
 use clap::Parser;
 use tensorgate::cli::{Cli, Command, LogFormat, ServeArgs, debug};
-use tensorgate::config::{self, Config};
-
-const DEFAULT_LISTEN: ([u8; 4], u16) = ([127, 0, 0, 1], 8000);
-const DEFAULT_ADMIN: ([u8; 4], u16) = ([127, 0, 0, 1], 9000);
+use tensorgate::config::{self, Config, DEFAULT_ADMIN_LISTEN, DEFAULT_LISTEN};
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -119,8 +116,8 @@ async fn run(args: ServeArgs) -> Result<(), String> {
         }
         (None, Some(url)) => Config::single_backend(
             url,
-            args.listen.unwrap_or(DEFAULT_LISTEN.into()),
-            args.admin_listen.unwrap_or(DEFAULT_ADMIN.into()),
+            args.listen.unwrap_or(DEFAULT_LISTEN),
+            args.admin_listen.unwrap_or(DEFAULT_ADMIN_LISTEN),
         )
         .map_err(|e| format!("--backend {url}: {e}"))?,
         (None, None) => {
@@ -129,8 +126,8 @@ async fn run(args: ServeArgs) -> Result<(), String> {
                 .map_err(|e| format!("cannot start the demo backend: {e}"))?;
             let c = Config::demo(
                 server.addr,
-                args.listen.unwrap_or(DEFAULT_LISTEN.into()),
-                args.admin_listen.unwrap_or(DEFAULT_ADMIN.into()),
+                args.listen.unwrap_or(DEFAULT_LISTEN),
+                args.admin_listen.unwrap_or(DEFAULT_ADMIN_LISTEN),
             )
             .map_err(|e| format!("demo configuration: {e}"))?;
             demo = Some(server);

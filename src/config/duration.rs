@@ -1,5 +1,6 @@
 //! Human-readable durations in configuration: `"250ms"`, `"30s"`, `"2m"`,
-//! `"1h"`.
+//! `"1h"`. Whether zero is allowed is the caller's business; a duration
+//! whose milliseconds overflow `u64` is refused.
 
 use std::time::Duration;
 
@@ -10,9 +11,11 @@ pub fn parse(text: &str) -> Result<Duration, String> {
         .find(|c: char| !c.is_ascii_digit())
         .ok_or_else(|| format!("{text:?} has no unit (use ms, s, m or h)"))?;
     let (number, unit) = text.split_at(split);
-    let n: u64 = number
-        .parse()
-        .map_err(|_| format!("{text:?} does not start with a whole number"))?;
+    if number.is_empty() {
+        return Err(format!("{text:?} does not start with a whole number"));
+    }
+    let too_long = || format!("{text:?} is too long");
+    let n: u64 = number.parse().map_err(|_| too_long())?;
     let ms = match unit.trim() {
         "ms" => Some(n),
         "s" => n.checked_mul(1000),
@@ -24,8 +27,7 @@ pub fn parse(text: &str) -> Result<Duration, String> {
             ));
         }
     };
-    ms.map(Duration::from_millis)
-        .ok_or_else(|| format!("{text:?} is too long"))
+    ms.map(Duration::from_millis).ok_or_else(too_long)
 }
 
 #[cfg(test)]
@@ -42,5 +44,17 @@ mod tests {
         assert!(parse("1.5s").unwrap_err().contains("unknown unit"));
         assert!(parse("s").unwrap_err().contains("whole number"));
         assert!(parse("10d").unwrap_err().contains("unknown unit"));
+        assert_eq!(parse("0s"), Ok(Duration::ZERO));
+        assert_eq!(
+            parse("18446744073709551615ms"),
+            Ok(Duration::from_millis(u64::MAX))
+        );
+        for long in [
+            "18446744073709551616ms",
+            "5124095576030432h",
+            "99999999999999999999999s",
+        ] {
+            assert_eq!(parse(long), Err(format!("{long:?} is too long")));
+        }
     }
 }

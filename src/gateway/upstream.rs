@@ -159,6 +159,9 @@ mod tests {
             request_timeout: Duration::from_secs(1),
             pool_idle_timeout: Duration::from_secs(1),
             pool_max_idle_per_host: 1,
+            max_connections: 1,
+            stream_idle_timeout: Duration::from_secs(1),
+            metadata_ttl: Duration::from_secs(1),
         }))
     }
 

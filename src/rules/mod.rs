@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
-use crate::tensor::{DataType, Shape};
+use crate::tensor::{DataType, DecthingsType, Shape};
 
 /// A shape pattern: each dimension a size or `-1` (any size).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -46,8 +46,13 @@ impl fmt::Display for ShapeRule {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TensorRule {
     pub shape: Option<ShapeRule>,
-    /// `None`: any data type.
+    /// `None`: any data type. Decthings names are mapped to their V2 type
+    /// (`string`, `image`, ... all to BYTES).
     pub allowed_types: Option<Vec<DataType>>,
+    /// The Decthings-only names (`string`, `binary`, `image`, `audio`,
+    /// `video`) written in `allowed_types`, which BYTES alone cannot tell
+    /// apart; `None` when none were written.
+    pub decthings_types: Option<Vec<DecthingsType>>,
     pub required: bool,
 }
 
@@ -274,6 +279,7 @@ mod tests {
             TensorRule {
                 shape: Some(ShapeRule(vec![-1, 4])),
                 allowed_types: Some(vec![DataType::F32, DataType::F16]),
+                decthings_types: None,
                 required: true,
             },
         );
@@ -282,6 +288,7 @@ mod tests {
             TensorRule {
                 shape: None,
                 allowed_types: None,
+                decthings_types: None,
                 required: false,
             },
         );

@@ -95,8 +95,10 @@ pub enum ModelAction {
     Other,
 }
 
-/// Endpoints that change or expose the server's control plane.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+/// Endpoints that change or expose the server's control plane. Gateways
+/// deny them unless a route lists them (`allow_control`, by these names).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Control {
     /// `/v2/repository/models/{m}/load` and `/unload`.
     Repository,

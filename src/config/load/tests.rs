@@ -1,4 +1,8 @@
-use super::*;
+use std::time::Duration;
+
+use crate::config::*;
+use crate::rules::ShapeRule;
+use crate::tensor::DataType;
 
 const GOOD: &str = r#"
 [server]
@@ -85,14 +89,14 @@ backend = "triton"
         "server.listen: \"nowhere\" is not an address like 127.0.0.1:8000",
         "server.shutdown_grace: unknown unit \"parsecs\"",
         "backends.triton.url: \"ftp://x\" is not an http://host:port URL",
-        "backends.triton.connect_timeout: expected a string, found integer",
-        "routes[0].models[1]: expected a model name",
+        "backends.triton.connect_timeout: invalid type: integer `5`, expected a duration like \"30s\"",
+        "routes[0].models[1]: invalid type: integer `3`, expected a non-empty string",
         "routes[0].backend: unknown backend \"nope\"",
-        "routes[0].backend_format: \"xml\" is not \"binary\" or \"json\"",
+        "routes[0].backend_format: unknown variant `xml`, expected `binary` or `json`",
         "routes[0].inputs.X.shape[0]: expected a size or -1",
-        "routes[0].inputs.X.shape[1]: expected a size or -1",
+        "routes[0].inputs.X.shape[1]: invalid type: string \"a\", expected a size or -1",
         "routes[0].inputs.X.allowed_types[0]: unknown data type \"float\"",
-        "routes[0].inputs.X.required: expected true or false, found string",
+        "routes[0].inputs.X.required: invalid type: string \"yes\", expected a boolean",
         "routes[1].backend: unknown backend \"triton\"",
     ];
     for e in expected {

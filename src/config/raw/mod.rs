@@ -1,0 +1,128 @@
+//! Stage 1: the TOML file as serde structs, one field per key. Every key is
+//! spelled here once; unknown keys are refused by serde with the list of
+//! expected ones, leaf values check themselves (`values`), and `shape`
+//! makes tables and enum words insist on their TOML type. `collect`
+//! runs the deserialization so that *every* such error is reported with
+//! its key path, not only the first. Nothing here knows about other keys.
+
+mod collect;
+mod shape;
+mod values;
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+
+pub use collect::{Stage1, parse};
+pub use shape::{Table, Word};
+pub use values::*;
+
+use super::{Control, MultipleTensors, WireFormat};
+
+/// The file. Absent tables deserialize with every key absent. Sub-tables
+/// are [`Table`]s and enum values [`Word`]s, for their error messages.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RawConfig {
+    pub server: Table<RawServer>,
+    pub limits: Table<RawLimits>,
+    pub backends: BTreeMap<String, Table<RawBackend>>,
+    pub routes: Vec<Table<RawRoute>>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RawServer {
+    pub listen: Option<Addr>,
+    pub admin_listen: Option<Addr>,
+    pub shutdown_grace: Option<Timeout>,
+    pub max_concurrent_requests: Option<Positive<usize>>,
+    pub body_read_timeout: Option<Timeout>,
+    pub header_read_timeout: Option<Timeout>,
+    pub max_connections: Option<Positive<usize>>,
+    pub handshake_timeout: Option<Timeout>,
+    pub queue_timeout: Option<Timeout>,
+    pub body_total_timeout: Option<Timeout>,
+    pub drain_delay: Option<Delay>,
+}
+
+/// `[limits]` and `[routes.limits]`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RawLimits {
+    pub max_body_bytes: Option<Positive<u64>>,
+    pub max_json_header_bytes: Option<Positive<u64>>,
+    pub max_elements_per_tensor: Option<Positive<u64>>,
+    pub max_dims: Option<Positive<usize>>,
+    pub max_response_bytes: Option<Positive<u64>>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RawBackend {
+    pub url: Option<BackendUrl>,
+    pub connect_timeout: Option<Timeout>,
+    pub request_timeout: Option<Timeout>,
+    pub pool_idle_timeout: Option<Timeout>,
+    pub pool_max_idle_per_host: Option<Positive<usize>>,
+    pub max_connections: Option<Positive<usize>>,
+    pub stream_idle_timeout: Option<Timeout>,
+    pub metadata_ttl: Option<Timeout>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RawRoute {
+    pub name: Option<Name>,
+    pub models: Vec<Name>,
+    pub default: bool,
+    pub backend: Option<Name>,
+    pub backend_format: Word<WireFormat>,
+    pub limits: Table<RawLimits>,
+    pub inputs: BTreeMap<String, Table<RawTensorRule>>,
+    pub outputs: BTreeMap<String, Table<RawTensorRule>>,
+    pub allow_unknown_inputs: Option<bool>,
+    pub allow_control: Vec<Word<Control>>,
+    pub decthings: Table<RawDecthings>,
+    pub sagemaker: Table<RawSageMaker>,
+}
+
+/// `[routes.inputs.NAME]` and `[routes.outputs.NAME]`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RawTensorRule {
+    pub shape: Option<Vec<Dim>>,
+    pub allowed_types: Option<Vec<TypeName>>,
+    pub required: Option<bool>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RawDecthings {
+    pub enabled: Option<bool>,
+    pub prefix: Option<Prefix>,
+    pub multiple_tensors: Option<Word<MultipleTensors>>,
+    pub unstack_outputs: Vec<Name>,
+    pub model_ids: BTreeMap<Name, Name>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RawSageMaker {
+    pub enabled: Option<bool>,
+    pub default_model: Option<Name>,
+    pub input: Option<Name>,
+    pub datatype: Option<RecordType>,
+    pub batch_records: Option<Positive<usize>>,
+    pub max_batches_in_flight: Option<Positive<usize>>,
+    pub endpoints: BTreeMap<EndpointName, Name>,
+    pub outputs: Vec<Table<RawOutput>>,
+}
+
+/// `[[routes.sagemaker.outputs]]`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RawOutput {
+    pub name: Option<Name>,
+    pub rename: Option<Name>,
+}

@@ -1,0 +1,119 @@
+//! `[server]` and `[limits]`: the typed values and their defaults. Each
+//! default lives here once; the loader, the built-in configurations and
+//! `main` all read it from here.
+
+use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
+use std::time::Duration;
+
+/// Data port when neither the file nor the command line names one.
+pub const DEFAULT_LISTEN: SocketAddr = SocketAddr::V4(SocketAddrV4::new(Ipv4Addr::LOCALHOST, 8000));
+/// Admin port when neither the file nor the command line names one.
+pub const DEFAULT_ADMIN_LISTEN: SocketAddr =
+    SocketAddr::V4(SocketAddrV4::new(Ipv4Addr::LOCALHOST, 9000));
+
+/// `[server]`: listeners and process behaviour.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ServerConfig {
+    /// Data port: the V2 API and the frontends.
+    pub listen: SocketAddr,
+    /// Admin port: `/healthz`, `/readyz`, `/metrics`.
+    pub admin_listen: SocketAddr,
+    /// After SIGTERM / SIGINT, how long in-flight requests may finish.
+    /// Without it a stuck request holds the process up forever.
+    pub shutdown_grace: Duration,
+    /// Requests served at once; more wait (tower concurrency limit).
+    /// Without it a burst makes every request slow and memory unbounded.
+    pub max_concurrent_requests: usize,
+    /// Longest pause between two pieces of a client's request body. Without
+    /// it a client that stops sending holds a request slot forever.
+    pub body_read_timeout: Duration,
+    /// Longest time a client may take to send its request headers. Without
+    /// it slow-header clients hold connections forever.
+    pub header_read_timeout: Duration,
+    /// Open client connections at once; more are not accepted until one
+    /// closes. Without it idle connections exhaust file descriptors.
+    pub max_connections: usize,
+    /// Time a new connection has to send its first request head (HTTP/1) or
+    /// preface (HTTP/2). Without it connections that never speak pile up.
+    pub handshake_timeout: Duration,
+    /// Longest wait for a request slot before a 503 with `Retry-After`.
+    /// Without it queued requests wait beyond any client's patience.
+    pub queue_timeout: Duration,
+    /// The whole request body must arrive within this (else 408), however
+    /// steadily it trickles; `body_read_timeout` is the idle limit. Without
+    /// it a client sending a byte a second holds a slot for hours.
+    pub body_total_timeout: Duration,
+    /// After SIGTERM `/readyz` turns 503 at once; the listener closes after
+    /// this delay, so load balancers stop sending first. Zero closes at
+    /// once. Shorter than `shutdown_grace`.
+    pub drain_delay: Duration,
+}
+
+impl ServerConfig {
+    /// `drain_delay` when the file does not set it.
+    pub const DEFAULT_DRAIN_DELAY: Duration = Duration::from_secs(5);
+
+    /// The drain delay for a grace period when none is configured: the
+    /// default, but at most half the grace period so requests still get
+    /// time to finish.
+    pub fn default_drain_delay(shutdown_grace: Duration) -> Duration {
+        Self::DEFAULT_DRAIN_DELAY.min(shutdown_grace / 2)
+    }
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        let shutdown_grace = Duration::from_secs(30);
+        ServerConfig {
+            listen: DEFAULT_LISTEN,
+            admin_listen: DEFAULT_ADMIN_LISTEN,
+            shutdown_grace,
+            max_concurrent_requests: 1024,
+            body_read_timeout: Duration::from_secs(60),
+            header_read_timeout: Duration::from_secs(30),
+            max_connections: 10_000,
+            handshake_timeout: Duration::from_secs(10),
+            queue_timeout: Duration::from_secs(5),
+            body_total_timeout: Duration::from_secs(300),
+            drain_delay: Self::default_drain_delay(shutdown_grace),
+        }
+    }
+}
+
+/// Size and shape limits, per route (with defaults from `[limits]`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Limits {
+    /// Largest request body, after decompression. Without it a client can
+    /// make the gateway buffer without bound. Exceeding it is a 413.
+    pub max_body_bytes: u64,
+    /// Largest JSON header of a binary-extension body (request or
+    /// response). Exceeding it is a 413.
+    pub max_json_header_bytes: u64,
+    /// Most elements in one tensor. Bounds the memory one JSON tensor can
+    /// claim before its data is seen. Exceeding it is a 400.
+    pub max_elements_per_tensor: u64,
+    /// Most dimensions in one shape, at most [`Limits::MAX_DIMS`].
+    /// Exceeding it is a 400.
+    pub max_dims: usize,
+    /// Largest backend response the gateway will buffer when a reply must be
+    /// assembled whole (mixed JSON/binary replies); streamed replies are not
+    /// bounded by it. Exceeding it is a 502.
+    pub max_response_bytes: u64,
+}
+
+impl Limits {
+    /// The highest `max_dims` a configuration may set.
+    pub const MAX_DIMS: usize = 64;
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_body_bytes: 64 << 20,
+            max_json_header_bytes: 1 << 20,
+            max_elements_per_tensor: 16 << 20,
+            max_dims: 8,
+            max_response_bytes: 256 << 20,
+        }
+    }
+}

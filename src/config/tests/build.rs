@@ -1,0 +1,144 @@
+//! `Config::single_backend` and `Config::demo`: values, not TOML text.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use super::*;
+use crate::rules::{RouteRules, ShapeRule, TensorRule};
+use crate::tensor::DataType;
+
+fn addr(s: &str) -> std::net::SocketAddr {
+    s.parse().unwrap()
+}
+
+#[test]
+fn single_backend_refuses_hostile_urls_cleanly() {
+    for url in [
+        "http://127.0.0.1:8001/\"\n[server]\nlisten = \"0.0.0.0:1\"",
+        "http://127.0.0.1:8001/a\\b",
+        "http://x\"y:1",
+        "ftp://127.0.0.1:1",
+    ] {
+        let e = Config::single_backend(url, DEFAULT_LISTEN, DEFAULT_ADMIN_LISTEN).unwrap_err();
+        let expected = ConfigError {
+            key: "backends.default.url".into(),
+            message: format!("{url:?} is not an http://host:port URL"),
+        };
+        assert_eq!(e.0, [expected]);
+    }
+    let e =
+        Config::single_backend("https://h:1", DEFAULT_LISTEN, DEFAULT_ADMIN_LISTEN).unwrap_err();
+    assert!(
+        e.to_string()
+            .starts_with("backends.default.url: \"https://h:1\": https")
+    );
+}
+
+#[test]
+fn single_backend_values() {
+    let c = Config::single_backend(
+        "http://127.0.0.1:8001/p",
+        addr("127.0.0.1:1"),
+        addr("127.0.0.1:2"),
+    )
+    .unwrap();
+    let backend = Backend::new("default", "http://127.0.0.1:8001/p".parse().unwrap());
+    assert_eq!(c.backends.keys().collect::<Vec<_>>(), ["default"]);
+    assert_eq!(*c.backends["default"], backend);
+    let mut route = Route::new("default", c.backends["default"].clone());
+    route.default = true;
+    assert_eq!(c.routes.len(), 1);
+    assert_eq!(*c.routes[0], route);
+    assert_eq!(c.server.listen, addr("127.0.0.1:1"));
+    assert_eq!(c.server.admin_listen, addr("127.0.0.1:2"));
+    assert_eq!(
+        c.server.shutdown_grace,
+        ServerConfig::default().shutdown_grace
+    );
+    let same = Config::single_backend("http://h:1", DEFAULT_LISTEN, DEFAULT_LISTEN).unwrap_err();
+    assert_eq!(
+        same.to_string(),
+        "server.admin_listen: must differ from server.listen"
+    );
+}
+
+#[test]
+fn demo_values() {
+    let c = Config::demo(addr("127.0.0.1:7"), DEFAULT_LISTEN, DEFAULT_ADMIN_LISTEN).unwrap();
+    assert_eq!(c.server.shutdown_grace, Duration::from_secs(5));
+    assert_eq!(c.server.drain_delay, Duration::ZERO);
+    assert_eq!(c.server.listen, DEFAULT_LISTEN);
+    let demo = Backend::new("demo", "http://127.0.0.1:7".parse().unwrap());
+    assert_eq!(*c.backends["demo"], demo);
+    let names: Vec<_> = c.routes.iter().map(|r| r.name.as_str()).collect();
+    assert_eq!(names, ["simple", "default"]);
+    let simple = &c.routes[0];
+    assert_eq!(simple.models, ["simple"]);
+    assert!(!simple.default);
+    let rule = TensorRule {
+        shape: Some(ShapeRule(vec![-1, 16])),
+        allowed_types: Some(vec![DataType::I32]),
+        decthings_types: None,
+        required: true,
+    };
+    let rules = RouteRules {
+        inputs: BTreeMap::from([("INPUT0".into(), rule.clone()), ("INPUT1".into(), rule)]),
+        outputs: BTreeMap::new(),
+        allow_unknown_inputs: false,
+    };
+    assert_eq!(simple.rules, rules);
+    assert_eq!(simple.sagemaker.default_model, None);
+    let default = &c.routes[1];
+    assert!(default.default);
+    assert!(default.models.is_empty());
+    assert_eq!(default.sagemaker.default_model.as_deref(), Some("rowsum"));
+    assert!(default.rules.allow_unknown_inputs);
+    assert_eq!(c.route_for_model("rowsum").unwrap().name, "default");
+    assert_eq!(c.route_for_model("simple").unwrap().name, "simple");
+}
+
+/// The demo means what this TOML means, through the loader.
+#[test]
+fn demo_matches_its_toml() {
+    let text = r#"
+[server]
+shutdown_grace = "5s"
+drain_delay = "0s"
+[backends.demo]
+url = "http://127.0.0.1:7"
+[[routes]]
+name = "simple"
+models = ["simple"]
+backend = "demo"
+[routes.inputs.INPUT0]
+shape = [-1, 16]
+allowed_types = ["INT32"]
+[routes.inputs.INPUT1]
+shape = [-1, 16]
+allowed_types = ["INT32"]
+[[routes]]
+name = "default"
+default = true
+backend = "demo"
+[routes.sagemaker]
+default_model = "rowsum"
+"#;
+    let loaded = load(text);
+    let built = Config::demo(addr("127.0.0.1:7"), DEFAULT_LISTEN, DEFAULT_ADMIN_LISTEN).unwrap();
+    assert_eq!(loaded.server, built.server);
+    assert_eq!(loaded.backends, built.backends);
+    assert_eq!(loaded.routes, built.routes);
+}
+
+/// The example file documents every key, so it must load, and it must set
+/// every new key to its default or a valid value.
+#[test]
+fn example_file_loads() {
+    let c = load(include_str!("../../../config/tensorgate.example.toml"));
+    assert_eq!(c.server, ServerConfig::default());
+    let simple = c.route_for_model("simple").unwrap();
+    assert_eq!(simple.sagemaker.outputs[0].reply_name(), "sum");
+    assert_eq!(simple.decthings.model_ids["4f1c8a2e-simple"], "simple");
+    let triton = Backend::new("triton", "http://127.0.0.1:8001".parse().unwrap());
+    assert_eq!(*c.backends["triton"], triton);
+}

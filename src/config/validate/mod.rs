@@ -1,0 +1,137 @@
+//! Stage 2: the raw structs of stage 1 → the typed [`Config`], collecting
+//! every semantic problem with its key: ranges, required keys, references
+//! from routes to backends and models, names that must be unique across
+//! routes. Defaults come from the typed structs (`Default`, `new`), never
+//! from here. Never sees TOML text.
+
+mod frontends;
+mod route;
+mod unique;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use super::raw::{RawBackend, RawConfig, RawLimits, RawServer, Stage1, Table};
+use super::{Backend, Config, ConfigError, Limits, ServerConfig};
+
+/// Overwrites each field of `$target` that `$raw` sets (raw values are
+/// checked newtypes: `.0` is the value).
+macro_rules! apply {
+    ($target:expr, $raw:expr; $($field:ident),+ $(,)?) => {
+        $(if let Some(v) = $raw.$field {
+            $target.$field = v.0;
+        })+
+    };
+}
+use apply;
+
+/// Turns stage 1's output into a [`Config`], or the problems found.
+pub fn config(stage1: &Stage1, raw: RawConfig) -> Result<Config, Vec<ConfigError>> {
+    let mut check = Check {
+        stage1,
+        errors: Vec::new(),
+        unique: unique::Unique::default(),
+    };
+    let server = check.server(raw.server.0);
+    let defaults = check.limits("limits", Limits::default(), raw.limits.0);
+    let backends = check.backends(raw.backends);
+    if raw.routes.is_empty() {
+        check.error("routes", "at least one [[routes]] entry is required");
+    }
+    let routes: Vec<_> = raw
+        .routes
+        .into_iter()
+        .enumerate()
+        .filter_map(|(i, r)| check.route(i, r.0, &backends, defaults))
+        .map(Arc::new)
+        .collect();
+    if !check.errors.is_empty() {
+        return Err(check.errors);
+    }
+    Ok(Config {
+        server,
+        backends,
+        routes,
+    })
+}
+
+/// The problems a [`ServerConfig`] can have on its own; the built-in
+/// configurations are checked with this too.
+pub fn server_problems(s: &ServerConfig) -> Vec<ConfigError> {
+    let mut out = Vec::new();
+    if s.listen == s.admin_listen {
+        out.push(ConfigError::new(
+            "server.admin_listen",
+            "must differ from server.listen",
+        ));
+    }
+    if s.drain_delay >= s.shutdown_grace {
+        out.push(ConfigError::new(
+            "server.drain_delay",
+            format!(
+                "{:?} must be shorter than shutdown_grace ({:?})",
+                s.drain_delay, s.shutdown_grace
+            ),
+        ));
+    }
+    out
+}
+
+struct Check<'a> {
+    stage1: &'a Stage1,
+    errors: Vec<ConfigError>,
+    unique: unique::Unique,
+}
+
+impl Check<'_> {
+    fn error(&mut self, key: impl Into<String>, message: impl Into<String>) {
+        self.errors.push(ConfigError::new(key, message));
+    }
+
+    fn server(&mut self, raw: RawServer) -> ServerConfig {
+        let mut s = ServerConfig::default();
+        apply!(s, raw; listen, admin_listen, shutdown_grace, max_concurrent_requests,
+            body_read_timeout, header_read_timeout, max_connections, handshake_timeout,
+            queue_timeout, body_total_timeout, drain_delay);
+        if raw.drain_delay.is_none() {
+            s.drain_delay = ServerConfig::default_drain_delay(s.shutdown_grace);
+        }
+        self.errors.extend(server_problems(&s));
+        s
+    }
+
+    /// `base` with what `raw` (at `key`) overrides.
+    fn limits(&mut self, key: &str, base: Limits, raw: RawLimits) -> Limits {
+        let mut limits = base;
+        if let Some(n) = raw.max_dims
+            && n.0 > Limits::MAX_DIMS
+        {
+            let message = format!("at most {}, got {}", Limits::MAX_DIMS, n.0);
+            self.error(format!("{key}.max_dims"), message);
+        }
+        apply!(limits, raw; max_body_bytes, max_json_header_bytes, max_elements_per_tensor,
+            max_dims, max_response_bytes);
+        limits
+    }
+
+    fn backends(
+        &mut self,
+        raw: BTreeMap<String, Table<RawBackend>>,
+    ) -> BTreeMap<String, Arc<Backend>> {
+        if raw.is_empty() {
+            self.error("backends", "at least one backend is required");
+        }
+        let mut out = BTreeMap::new();
+        for (name, Table(b)) in raw {
+            let Some(url) = b.url else {
+                self.error(format!("backends.{name}.url"), "required");
+                continue;
+            };
+            let mut backend = Backend::new(&name, url.0);
+            apply!(backend, b; connect_timeout, request_timeout, pool_idle_timeout,
+                pool_max_idle_per_host, max_connections, stream_idle_timeout, metadata_ttl);
+            out.insert(name, Arc::new(backend));
+        }
+        out
+    }
+}
