@@ -37,7 +37,7 @@ cd "$HERE/.."
 . "$HERE/bench/nginx.sh"
 
 usage() {
-  awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0" >&2
+  awk 'NR > 1 && /^# shellcheck/ { exit } NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0" >&2
   exit 64
 }
 
@@ -80,6 +80,7 @@ if [ "$SMOKE" = 1 ]; then
 else
   : "${DURATION:=10}" "${ROUNDS:=5}" "${TRITON_ROUNDS:=3}" "${REQUESTS:=256=100,16384=40,1048576=6}" "${WRITE:=1}"
 fi
+[[ "$REQUESTS" =~ ^[0-9]+=[0-9]+(,[0-9]+=[0-9]+)*$ ]] || bench_die "--requests takes N=K,... (elements=requests per round), not $REQUESTS"
 for v in "$DURATION" "$ROUNDS" "$CONNECTIONS" "$TRITON_ROUNDS"; do
   case "$v" in '' | *[!0-9]* | 0) bench_die "durations, rounds and connections are positive integers" ;; esac
 done
