@@ -293,7 +293,8 @@ def main(argv):
     if "--smoke" in argv and failed:
         for name, value, target, op, _ in failed:
             bound = f"{target / 2:g}x" if op == ">=" else f"{target * 2:g}x"
-            print(f"bench-proxy: SMOKE FAIL: {name}: {value:.2f}x, past half the target ({bound})",
+            side = "below" if op == ">=" else "above"
+            print(f"bench-proxy: SMOKE FAIL: {name}: {value:.3f}x, {side} {bound}",
                   file=sys.stderr)
         return 1
     return 0
