@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # One-time setup of everything the tests need beyond the Rust toolchain:
 #   - Debian packages: promtool (package "prometheus") to check a real
-#     /metrics scrape; libpython for Triton's Python backend;
+#     /metrics scrape; libpython for Triton's Python backend; wrk and nginx
+#     (package "nginx-light") for scripts/bench-proxy.sh;
 #   - Python venvs under ${TENSORGATE_CACHE_DIR:-~/.cache/tensorgate}: a real
 #     Triton 2.51 with tritonclient, KServe 0.21, and the deploy validators.
 # Idempotent: a second run takes seconds.
@@ -27,16 +28,37 @@ apt_install() {
   fi
 }
 
-if ! command -v promtool >/dev/null 2>&1; then
-  # promtool ships in Debian's "prometheus" package, which also installs the
-  # server: keep the package scripts from starting it (no listener may
-  # appear on a non-loopback address).
+# Packages that also install a server (prometheus, nginx) must not start it:
+# its default configuration listens on every address, and no listener may
+# appear on a non-loopback address. A policy-rc.d that exits 101 tells the
+# package scripts not to start services; ours is removed on exit.
+deny_service_starts() {
   if [ "$(id -u)" -eq 0 ] && [ ! -e /usr/sbin/policy-rc.d ]; then
     printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d
     chmod +x /usr/sbin/policy-rc.d
     trap 'rm -f /usr/sbin/policy-rc.d' EXIT
   fi
+}
+
+if ! command -v promtool >/dev/null 2>&1; then
+  # promtool ships in Debian's "prometheus" package, with the server.
+  deny_service_starts
   apt_install prometheus
+fi
+
+bench_packages=()
+command -v wrk >/dev/null 2>&1 || bench_packages+=(wrk)
+command -v nginx >/dev/null 2>&1 || bench_packages+=(nginx-light)
+if [ "${#bench_packages[@]}" -gt 0 ]; then
+  # nginx-light's scripts would start nginx on port 80 of every address.
+  deny_service_starts
+  apt_install "${bench_packages[@]}"
+  # A policy-rc.d that was already there may have let it start: stop the
+  # service the package started (scripts/bench-proxy.sh runs its own nginx).
+  if [ -s /run/nginx.pid ] && pid=$(cat /run/nginx.pid) && [ "$(cat "/proc/$pid/comm" 2>/dev/null)" = nginx ]; then
+    log "stopping the nginx service the package started (pid $pid)"
+    kill -TERM "$pid"
+  fi
 fi
 
 started=$(date +%s)

@@ -1,0 +1,109 @@
+# shellcheck shell=bash
+# Helpers for scripts/bench-proxy.sh: ports, processes started and stopped
+# by PID, wrk runs and their parsing, CPU time read from /proc.
+# Sourced, not executed. Everything listens on 127.0.0.1.
+
+bench_log() { printf 'bench-proxy: %s\n' "$*" >&2; }
+bench_die() {
+  bench_log "error: $*"
+  exit 1
+}
+
+free_port() {
+  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+}
+
+# wait_port PORT [SECONDS]: until 127.0.0.1:PORT accepts (default 20 s).
+wait_port() {
+  local tries=$((${2:-20} * 20))
+  for _ in $(seq 1 "$tries"); do
+    (echo >"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
+    sleep 0.05
+  done
+  return 1
+}
+
+# Servers started by start_bg, stopped by stop_all (the EXIT trap).
+BENCH_PIDS=()
+
+# start_bg LOGFILE COMMAND...: runs COMMAND in its own session (so its
+# process group id is its PID, and its children can be found by it), output
+# to LOGFILE; sets BG_PID.
+start_bg() {
+  local logfile=$1
+  shift
+  setsid "$@" </dev/null >"$logfile" 2>&1 &
+  BG_PID=$!
+  BENCH_PIDS+=("$BG_PID")
+}
+
+# stop_pid PID: TERM, up to 10 s, then KILL; then whatever is left of the
+# process group it leads (e.g. nginx workers).
+stop_pid() {
+  local pid=$1 waited=0
+  kill -TERM "$pid" 2>/dev/null || true
+  while kill -0 "$pid" 2>/dev/null && [ "$waited" -lt 50 ]; do
+    # A zombie child is reaped by the wait below.
+    [ "$(sed 's/.*) //' "/proc/$pid/stat" 2>/dev/null | cut -d' ' -f1)" = Z ] && break
+    sleep 0.2
+    waited=$((waited + 1))
+  done
+  kill -KILL "$pid" 2>/dev/null || true
+  kill -KILL -- "-$pid" 2>/dev/null || true
+  wait "$pid" 2>/dev/null || true
+}
+
+stop_all() {
+  local pid
+  for pid in ${BENCH_PIDS[@]+"${BENCH_PIDS[@]}"}; do
+    stop_pid "$pid"
+  done
+  BENCH_PIDS=()
+}
+
+# cpu_ticks PID...: user+system CPU time of the processes, in clock ticks.
+cpu_ticks() {
+  local pid total=0 t
+  for pid in "$@"; do
+    t=$(sed 's/.*) //' "/proc/$pid/stat" 2>/dev/null | awk '{print $12 + $13}') || t=0
+    total=$((total + ${t:-0}))
+  done
+  echo "$total"
+}
+
+# group_pids PGID: the processes of a process group (a server and its
+# workers).
+group_pids() {
+  ps -e -o pid=,pgid= | awk -v g="$1" '$2 == g {print $1}'
+}
+
+# wrk_parse FILE: "RPS P99_MS REQUESTS ERRORS" from wrk --latency output;
+# ERRORS counts non-2xx/3xx replies and socket errors.
+wrk_parse() {
+  awk '
+    function ms(v) {
+      if (v ~ /us$/) return substr(v, 1, length(v) - 2) / 1000
+      if (v ~ /ms$/) return substr(v, 1, length(v) - 2) + 0
+      if (v ~ /m$/) return substr(v, 1, length(v) - 1) * 60000
+      if (v ~ /s$/) return substr(v, 1, length(v) - 1) * 1000
+      return -1
+    }
+    $1 == "99%" { p99 = ms($2) }
+    /requests in/ { reqs = $1 }
+    /Requests\/sec/ { rps = $2 }
+    /Non-2xx/ { errors += $NF }
+    /Socket errors/ { for (i = 4; i <= NF; i += 2) { v = $i; sub(",", "", v); errors += v } }
+    END {
+      if (rps == "" || p99 == "") exit 1
+      printf "%s %.3f %s %d\n", rps, p99, reqs, errors
+    }' "$1"
+}
+
+loadavg() { cut -d' ' -f1-3 /proc/loadavg; }
+
+machine_line() {
+  local cpu
+  cpu=$(awk -F': *' '/^model name/ {print $2; exit}' /proc/cpuinfo)
+  printf 'nproc %s, %s, kernel %s, %s GiB memory' "$(nproc)" "${cpu:-unknown CPU}" "$(uname -r)" \
+    "$(awk '/MemTotal/ {printf "%d", $2 / 1048576 + 0.5}' /proc/meminfo)"
+}

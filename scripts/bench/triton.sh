@@ -1,0 +1,34 @@
+# shellcheck shell=bash
+# Comparison 2 of scripts/bench-proxy.sh: a JSON client to a real Triton,
+# directly and through tensorgate. Sourced; uses the caller's WORK, BIN,
+# TRITON_PY, TRITON_ROUNDS, REQUESTS and start_gateway. Writes
+# $WORK/triton.tsv (one line per request) and body sizes into meta.txt.
+#
+# Triton gets its own run folder (pid, url, log) inside WORK, so a Triton
+# that someone else started with scripts/triton-backend.sh is neither reused
+# nor stopped, and a model repository holding only identity_fp32 (copied,
+# links resolved), so it starts in seconds.
+
+run_triton() {
+  local url
+  mkdir -p "$WORK/models"
+  cp -rL tests/models/identity_fp32 "$WORK/models/"
+  # shellcheck disable=SC2034 # read by the caller's EXIT trap
+  TRITON_STARTED=1
+  url=$(TENSORGATE_RUN_DIR="$WORK/triton-run" TENSORGATE_TRITON_MODELS="$WORK/models" \
+    TENSORGATE_TRITON_START_TIMEOUT=120 bash scripts/triton-backend.sh start) ||
+    bench_die "Triton did not start (log: $WORK/triton-run/triton.log)"
+  url=${url#TENSORGATE_TRITON_URL=}
+  start_gateway "$url"
+  bench_log "triton: direct $url, tensorgate :$GW_PORT (pid $GW_PID)"
+  timeout --kill-after=10 3600 "$TRITON_PY" scripts/bench/json_client.py \
+    --target "direct=$url" --target "gateway=http://127.0.0.1:$GW_PORT" \
+    --model identity_fp32 --sizes "$REQUESTS" --rounds "$TRITON_ROUNDS" \
+    --deadline 3000 --out "$WORK/triton.tsv" ||
+    bench_die "the JSON client failed (Triton log: $WORK/triton-run/triton.log)"
+  awk -F'\t' '{print "body_" $1 "=" $2}' "$WORK/triton.tsv.bodies" >>"$WORK/meta.txt"
+  stop_all
+  TENSORGATE_RUN_DIR="$WORK/triton-run" bash scripts/triton-backend.sh stop 2>/dev/null || true
+  # shellcheck disable=SC2034
+  TRITON_STARTED=0
+}
