@@ -31,14 +31,7 @@ impl ShapeRule {
 
 impl fmt::Display for ShapeRule {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("[")?;
-        for (i, d) in self.0.iter().enumerate() {
-            if i > 0 {
-                f.write_str(",")?;
-            }
-            write!(f, "{d}")?;
-        }
-        f.write_str("]")
+        crate::tensor::write_dims(f, &self.0)
     }
 }
 

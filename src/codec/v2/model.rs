@@ -126,6 +126,15 @@ impl Document {
             })
     }
 
+    /// Elements in every tensor (saturating: shapes were checked when
+    /// parsed).
+    pub fn element_count(&self) -> u64 {
+        self.tensors
+            .iter()
+            .map(|t| t.shape.element_count().unwrap_or(0))
+            .fold(0, u64::saturating_add)
+    }
+
     /// Whether any tensor lives in shared memory.
     pub fn uses_shared_memory(&self) -> bool {
         self.tensors
