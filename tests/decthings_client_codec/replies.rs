@@ -242,6 +242,11 @@ async fn every_failure_is_typed() {
         );
         assert_eq!(format!("{outcome:?}"), expected, "{error}");
     }
+    // The code sits in `failed.error`, beside required `totalDuration`,
+    // `durations` and `executedOnLauncher`: a bare `{"failed":{"code":...}}`
+    // does not parse.
+    let bare = json!({"result": {"failed": {"code": "exception", "at": "evaluate", "exceptionDetails": "boom"}}});
+    assert!(is_parse_failure(&s.rpc(&bare, &[]).await));
     // `at` is required; `exception` without it does not parse.
     let reply = json!({"result": {"failed": {
         "totalDuration": 3, "durations": {}, "executedOnLauncher": launcher(),
@@ -447,6 +452,25 @@ async fn invalid_tensors_are_invalid_message() {
     }
 }
 
+/// Lenient spots: the element-section length of a variable-size tensor is
+/// skipped, never compared (0 here instead of 4), and any non-zero boolean
+/// byte is `true`.
+#[tokio::test]
+async fn what_the_client_does_not_check() {
+    let s = Scripted::start().await;
+    let string = Bytes::from_static(b"\x0b\x01\x01\x00\x03h\xc3\xa9");
+    let boolean = Bytes::from_static(b"\x0d\x01\x03\x00\x07\xff");
+    let output = success(s.rpc(&success_json(&["S", "B"]), &[string, boolean]).await);
+    assert_eq!(
+        single(&output, "S"),
+        plain(&T::String(arr_ref(&[1], vec!["hé"])))
+    );
+    assert_eq!(
+        single(&output, "B"),
+        plain(&T::Boolean(arr(&[3], vec![false, true, true])))
+    );
+}
+
 #[tokio::test]
 async fn status_4xx_and_5xx_are_http_errors_and_the_body_is_not_read() {
     let s = Scripted::start().await;
@@ -460,7 +484,8 @@ async fn status_4xx_and_5xx_are_http_errors_and_the_body_is_not_read() {
         }
     }
     // Any other status is read like 200.
-    for status in [200u16, 201, 203, 299] {
+    // (300 with no Location is not followed as a redirect.)
+    for status in [200u16, 201, 203, 299, 300] {
         let outcome = s.call(status, &body).await;
         assert_eq!(
             format!("{outcome:?}"),
