@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # One-time setup of everything the tests need beyond the Rust toolchain:
 #   - Debian packages: promtool (package "prometheus") to check a real
-#     /metrics scrape; libpython for Triton's Python backend;
+#     /metrics scrape; libpython for Triton's Python backend; libssl-dev and
+#     pkg-config, which the Decthings client's native-tls needs to build;
 #   - Python venvs under ${TENSORGATE_CACHE_DIR:-~/.cache/tensorgate}: a real
 #     Triton 2.51 with tritonclient, KServe 0.21, and the deploy validators.
 # Idempotent: a second run takes seconds.
@@ -37,6 +38,12 @@ if ! command -v promtool >/dev/null 2>&1; then
     trap 'rm -f /usr/sbin/policy-rc.d' EXIT
   fi
   apt_install prometheus
+fi
+
+# The official Decthings client (a dev-dependency) reaches OpenSSL through
+# reqwest's native-tls: openssl-sys needs the headers and pkg-config.
+if ! command -v pkg-config >/dev/null 2>&1 || ! pkg-config --exists openssl; then
+  apt_install pkg-config libssl-dev
 fi
 
 started=$(date +%s)
