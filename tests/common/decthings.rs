@@ -27,10 +27,32 @@ pub type EvalOutcome = Result<EvaluateResult, DecthingsRpcError<EvaluateError>>;
 
 /// A client aimed at `http://ADDR/v0`, as the frontend contract says.
 pub fn client_for(addr: SocketAddr) -> DecthingsClient {
+    assert_no_proxy();
     DecthingsClient::new(DecthingsClientOptions {
         http_server_address: format!("http://{addr}/v0"),
         ..Default::default()
     })
+}
+
+/// reqwest 0.11 sends plain-HTTP requests through `HTTP_PROXY` /
+/// `ALL_PROXY` when set, loopback included, and the client has no option to
+/// turn that off: refuse to run rather than send test traffic anywhere but
+/// loopback.
+pub fn assert_no_proxy() {
+    let no_proxy = std::env::var("NO_PROXY")
+        .or_else(|_| std::env::var("no_proxy"))
+        .unwrap_or_default();
+    let bypassed = no_proxy
+        .split(',')
+        .any(|h| matches!(h.trim(), "*" | "127.0.0.1" | "127.0.0.0/8"));
+    for var in ["HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy"] {
+        let set = std::env::var_os(var).is_some_and(|v| !v.is_empty());
+        assert!(
+            !set || bypassed,
+            "{var} is set: the Decthings client would send loopback test traffic through it; \
+             unset it or add 127.0.0.1 to NO_PROXY"
+        );
+    }
 }
 
 /// An ndarray of `shape` holding `values` (row-major).

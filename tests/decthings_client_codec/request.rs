@@ -93,6 +93,7 @@ async fn api_key_and_extra_headers() {
     options
         .extra_headers
         .insert("x-trace", "t1".parse().unwrap());
+    assert_no_proxy();
     let client = DecthingsClient::new(options);
     let _ = evaluate(&client, "m", vec![]).await;
     let raw = &server.requests()[0];
@@ -117,6 +118,7 @@ async fn api_key_and_extra_headers() {
 #[tokio::test]
 async fn the_address_is_used_verbatim() {
     let server = RawServer::start(any_reply).await;
+    assert_no_proxy();
     let client = DecthingsClient::new(DecthingsClientOptions {
         http_server_address: format!("http://{}/v0/", server.addr),
         ..Default::default()
