@@ -1,4 +1,4 @@
-//! End to end with the official Decthings Rust client (crates.io
+//! End to end with the official Decthings Rust client (the crate
 //! `decthings-api` 0.1.5) against the gateway's Decthings frontend
 //! (`POST /v0/Model/evaluate` on the data port; the client is aimed at
 //! `http://127.0.0.1:PORT/v0`).

@@ -1,4 +1,4 @@
-//! The official Decthings Rust client (crates.io `decthings-api` 0.1.5)
+//! The official Decthings Rust client (the Rust crate `decthings-api` 0.1.5)
 //! against tensorgate's Decthings codec, with no gateway involved:
 //! - `request`: the exact bytes `client.model.evaluate` sends (head, JSON,
 //!   blobs), captured by a raw loopback server;

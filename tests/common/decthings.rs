@@ -1,5 +1,5 @@
 //! Helpers for tests that drive the official Decthings Rust client
-//! (crates.io `decthings-api` 0.1.5): building its tensors and parameters,
+//! (the Rust crate `decthings-api` 0.1.5): building its tensors and parameters,
 //! reading its tensors back as plain comparable values, and a raw loopback
 //! HTTP server that records the exact request bytes and answers a scripted
 //! reply (so the client's request and reply handling can be checked without
