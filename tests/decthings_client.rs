@@ -32,8 +32,6 @@ use tensorgate::demo::{self, DemoServer};
 use tensorgate::server::Running;
 use tokio::net::TcpListener;
 
-pub const NEEDS_FRONTEND: &str = "needs the Decthings frontend (POST /v0/Model/evaluate)";
-
 /// A gateway with the demo configuration in front of a fresh demo backend.
 pub async fn demo_gateway() -> (DemoServer, Running) {
     let backend = demo::spawn().await.unwrap();
