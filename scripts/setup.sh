@@ -2,7 +2,8 @@
 # One-time setup of everything the tests need beyond the Rust toolchain:
 #   - Debian packages: promtool (package "prometheus") to check a real
 #     /metrics scrape; libpython for Triton's Python backend; wrk and nginx
-#     (package "nginx-light") for scripts/bench-proxy.sh;
+#     (package "nginx-light") for scripts/bench-proxy.sh; libssl-dev and
+#     pkg-config, which the Decthings client's native-tls needs to build;
 #   - Python venvs under ${TENSORGATE_CACHE_DIR:-~/.cache/tensorgate}: a real
 #     Triton 2.51 with tritonclient, KServe 0.21, and the deploy validators.
 # Idempotent: a second run takes seconds.
@@ -59,6 +60,12 @@ if [ "${#bench_packages[@]}" -gt 0 ]; then
     log "stopping the nginx service the package started (pid $pid)"
     kill -TERM "$pid"
   fi
+fi
+
+# The official Decthings client (a dev-dependency) reaches OpenSSL through
+# reqwest's native-tls: openssl-sys needs the headers and pkg-config.
+if ! command -v pkg-config >/dev/null 2>&1 || ! pkg-config --exists openssl; then
+  apt_install pkg-config libssl-dev
 fi
 
 started=$(date +%s)
