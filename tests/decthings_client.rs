@@ -11,8 +11,6 @@
 //! `TENSORGATE_TRITON_URL` is set (SKIPPED otherwise, a failure under `CI`).
 //!
 //! What the client sends and accepts, byte for byte: docs/DECTHINGS-CLIENT.md.
-//! Tests needing the frontend are `#[ignore]`d until it lands: run them with
-//! `cargo test --test decthings_client -- --include-ignored`.
 
 mod common;
 #[path = "common/decthings.rs"]

@@ -1,17 +1,45 @@
 //! Which frontend serves a request, decided once, from its method and its
 //! path decoded once (see [`crate::codec::v2::path`]).
 
+use std::collections::BTreeSet;
+
 use http::Method;
 
 use crate::codec::v2::path::{self, Control, ModelAction, V2Path};
+use crate::config::Config;
+use crate::frontend::Frontend;
 use crate::gateway::core::ModelRef;
 use crate::gateway::error::GatewayError;
+
+/// The path prefixes frontends other than V2 answer under, from the
+/// configuration (computed once).
+#[derive(Clone, Debug, Default)]
+pub struct Prefixes {
+    /// `{prefix}/Model/evaluate`, per route with the Decthings frontend on.
+    decthings: BTreeSet<String>,
+}
+
+impl Prefixes {
+    pub fn new(config: &Config) -> Prefixes {
+        Prefixes {
+            decthings: config
+                .routes
+                .iter()
+                .filter(|r| r.decthings.enabled)
+                .map(|r| r.decthings.prefix.clone())
+                .collect(),
+        }
+    }
+}
 
 /// What a request is, as far as the gateway cares.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Endpoint {
     /// `POST /v2/models/{m}[/versions/{v}]/infer`: the V2 frontend.
     V2Infer { model: ModelRef },
+    /// `{prefix}/Model/evaluate`: the Decthings frontend (any method: only
+    /// POST is served).
+    Decthings { prefix: String },
     /// Anything else: passed through to the backend of the route serving
     /// `model` (the default route when no model is named).
     Passthrough {
@@ -22,10 +50,11 @@ pub enum Endpoint {
 }
 
 impl Endpoint {
-    /// The `kind` label of the request's metrics.
-    pub fn kind(&self) -> &'static str {
+    /// The frontend serving it.
+    pub fn frontend(&self) -> Frontend {
         match self {
-            Endpoint::V2Infer { .. } | Endpoint::Passthrough { .. } => "v2",
+            Endpoint::Decthings { .. } => Frontend::Decthings,
+            Endpoint::V2Infer { .. } | Endpoint::Passthrough { .. } => Frontend::V2,
         }
     }
 
@@ -34,12 +63,24 @@ impl Endpoint {
         match self {
             Endpoint::V2Infer { model } => Some(&model.name),
             Endpoint::Passthrough { model, .. } => model.as_deref(),
+            Endpoint::Decthings { .. } => None,
         }
     }
 }
 
 /// Classifies a request.
-pub fn classify(method: &Method, raw_path: &str) -> Result<Endpoint, GatewayError> {
+pub fn classify(
+    method: &Method,
+    raw_path: &str,
+    prefixes: &Prefixes,
+) -> Result<Endpoint, GatewayError> {
+    if let Some(prefix) = raw_path.strip_suffix("/Model/evaluate")
+        && prefixes.decthings.contains(prefix)
+    {
+        return Ok(Endpoint::Decthings {
+            prefix: prefix.to_owned(),
+        });
+    }
     let segments = path::split_path(raw_path).map_err(|source| GatewayError::BadPath { source })?;
     let v2 = V2Path::parse(&segments);
     Ok(match v2 {
@@ -65,8 +106,14 @@ pub fn classify(method: &Method, raw_path: &str) -> Result<Endpoint, GatewayErro
 mod tests {
     use super::*;
 
+    fn prefixes() -> Prefixes {
+        Prefixes {
+            decthings: BTreeSet::from(["/v0".to_owned()]),
+        }
+    }
+
     fn classify_ok(method: Method, path: &str) -> Endpoint {
-        classify(&method, path).unwrap()
+        classify(&method, path, &prefixes()).unwrap()
     }
 
     #[test]
@@ -102,8 +149,19 @@ mod tests {
             }
         );
         assert!(matches!(
-            classify(&Method::POST, "/v2/models/a%2Fb/infer"),
+            classify(&Method::POST, "/v2/models/a%2Fb/infer", &prefixes()),
             Err(GatewayError::BadPath { .. })
         ));
+        assert_eq!(
+            classify_ok(Method::POST, "/v0/Model/evaluate"),
+            Endpoint::Decthings {
+                prefix: "/v0".into()
+            }
+        );
+        assert_eq!(
+            classify_ok(Method::POST, "/v1/Model/evaluate").frontend(),
+            Frontend::V2,
+            "not a configured prefix"
+        );
     }
 }

@@ -7,6 +7,7 @@ use bytes::Bytes;
 use http::{HeaderValue, Response, StatusCode, header};
 
 use super::body::{Body, full};
+use super::core::ModelRef;
 use super::core::backend::ReplyError;
 use crate::codec::v2::DocError;
 use crate::codec::v2::framing::FramingError;
@@ -35,6 +36,16 @@ pub enum GatewayError {
     BadFraming { route: String, source: FramingError },
     #[error("route \"{route}\": {message}")]
     BadRequest { route: String, message: String },
+    #[error("route \"{route}\": input \"{input}\" {problem}")]
+    BadInput {
+        route: String,
+        input: String,
+        problem: InputProblem,
+    },
+    #[error("invalid Decthings request: {0}")]
+    Decthings(#[from] Box<crate::frontend::decthings::RequestError>),
+    #[error("the Decthings client cannot take the backend's reply: {0}")]
+    DecthingsOutput(Box<crate::frontend::decthings::reply::OutputError>),
     #[error("route \"{route}\": request body is larger than the limit of {limit} bytes")]
     BodyTooLarge { route: String, limit: u64 },
     #[error("route \"{route}\": {source}")]
@@ -79,6 +90,14 @@ pub enum GatewayError {
         route: String,
         violation: Box<Violation>,
     },
+    #[error("backend \"{backend}\" has no model \"{}\"{}", model.name, model.version.as_deref().map(|v| format!(" version {v}")).unwrap_or_default())]
+    UnknownModel { backend: String, model: ModelRef },
+    #[error("backend \"{backend}\" refused the request ({status}): {message}")]
+    BackendFailed {
+        backend: String,
+        status: StatusCode,
+        message: String,
+    },
     #[error("route \"{route}\": backend response is larger than the limit of {limit} bytes")]
     ResponseTooLarge { route: String, limit: u64 },
     #[error("the gateway is shutting down")]
@@ -90,7 +109,8 @@ impl GatewayError {
     pub fn status(&self) -> StatusCode {
         use GatewayError::*;
         match self {
-            NoRoute { .. } | NotFound { .. } => StatusCode::NOT_FOUND,
+            NoRoute { .. } | NotFound { .. } | UnknownModel { .. } => StatusCode::NOT_FOUND,
+            BackendFailed { status, .. } => *status,
             ControlDenied { .. } => StatusCode::FORBIDDEN,
             MethodNotAllowed { .. } => StatusCode::METHOD_NOT_ALLOWED,
             BadPath { .. }
@@ -98,6 +118,8 @@ impl GatewayError {
             | BadDocument { .. }
             | BadFraming { .. }
             | BadRequest { .. }
+            | BadInput { .. }
+            | Decthings(_)
             | BadEncoding { .. }
             | ClientBody { .. }
             | OutputNotJson { .. }
@@ -109,6 +131,7 @@ impl GatewayError {
             | BackendReset { .. }
             | BadBackendResponse { .. }
             | OutputRule { .. }
+            | DecthingsOutput(_)
             | ResponseTooLarge { .. } => StatusCode::BAD_GATEWAY,
             BackendTimeout { .. } => StatusCode::GATEWAY_TIMEOUT,
             ShuttingDown => StatusCode::SERVICE_UNAVAILABLE,
@@ -153,6 +176,11 @@ impl GatewayError {
             GatewayError::BodyTooLarge { .. } | GatewayError::HeaderTooLarge { .. } => {
                 Some(("_request".to_owned(), "limit"))
             }
+            GatewayError::BadInput {
+                input,
+                problem: InputProblem::TooLarge { .. },
+                ..
+            } => Some((configured(input), "limit")),
             GatewayError::BadDocument {
                 source:
                     DocError::TooManyDims { subject, .. } | DocError::TooManyElements { subject, .. },
@@ -174,6 +202,22 @@ impl GatewayError {
         }
         resp
     }
+}
+
+/// What is wrong with one input, beyond the route's rules: problems a
+/// frontend finds while turning its protocol's parameters into tensors.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum InputProblem {
+    #[error("holds no tensor")]
+    Empty,
+    #[error("is read from a dataset, and tensorgate has no datasets: send its tensors instead")]
+    Dataset,
+    #[error("holds {count} tensors, and this route takes one tensor per parameter")]
+    Several { count: usize },
+    #[error("holds tensors that cannot be stacked: {first} and {other}")]
+    CannotStack { first: String, other: String },
+    #[error("is {bytes} bytes, over the route's limit of {limit} bytes")]
+    TooLarge { bytes: u64, limit: u64 },
 }
 
 /// A JSON response with a status.

@@ -33,7 +33,6 @@ async fn simple(
 }
 
 #[tokio::test]
-#[ignore = "needs the Decthings frontend (POST /v0/Model/evaluate)"]
 async fn unknown_model_is_model_not_found() {
     let (_backend, gw) = demo_gateway().await;
     let outcome = evaluate(
@@ -52,7 +51,6 @@ async fn unknown_model_is_model_not_found() {
 }
 
 #[tokio::test]
-#[ignore = "needs the Decthings frontend (POST /v0/Model/evaluate)"]
 async fn shape_against_the_rule_is_invalid_parameter() {
     let (_backend, gw) = demo_gateway().await;
     let outcome = simple(
@@ -72,7 +70,6 @@ async fn shape_against_the_rule_is_invalid_parameter() {
 }
 
 #[tokio::test]
-#[ignore = "needs the Decthings frontend (POST /v0/Model/evaluate)"]
 async fn wrong_type_is_invalid_parameter() {
     let (_backend, gw) = demo_gateway().await;
     let outcome = simple(
@@ -92,7 +89,6 @@ async fn wrong_type_is_invalid_parameter() {
 }
 
 #[tokio::test]
-#[ignore = "needs the Decthings frontend (POST /v0/Model/evaluate)"]
 async fn missing_parameter_is_invalid_parameter() {
     let (_backend, gw) = demo_gateway().await;
     let outcome = simple(gw.data_addr, vec![param("INPUT0", vec![i32s(&[1, 16])])]).await;
@@ -102,7 +98,6 @@ async fn missing_parameter_is_invalid_parameter() {
 }
 
 #[tokio::test]
-#[ignore = "needs the Decthings frontend (POST /v0/Model/evaluate)"]
 async fn unknown_parameter_is_invalid_parameter() {
     let (_backend, gw) = demo_gateway().await;
     let outcome = simple(
@@ -120,7 +115,6 @@ async fn unknown_parameter_is_invalid_parameter() {
 }
 
 #[tokio::test]
-#[ignore = "needs the Decthings frontend (POST /v0/Model/evaluate)"]
 async fn duplicate_parameter_is_invalid_parameter() {
     let (_backend, gw) = demo_gateway().await;
     let outcome = simple(
@@ -138,7 +132,6 @@ async fn duplicate_parameter_is_invalid_parameter() {
 }
 
 #[tokio::test]
-#[ignore = "needs the Decthings frontend (POST /v0/Model/evaluate)"]
 async fn tensors_that_cannot_stack_are_invalid_parameter() {
     let (_backend, gw) = demo_gateway().await;
     let outcome = evaluate(
@@ -158,7 +151,6 @@ async fn tensors_that_cannot_stack_are_invalid_parameter() {
 }
 
 #[tokio::test]
-#[ignore = "needs the Decthings frontend (POST /v0/Model/evaluate)"]
 async fn dataset_parameter_is_invalid_parameter() {
     let (_backend, gw) = demo_gateway().await;
     // The Rust client writes this as {"name":"ds","data":{"type":"dataset",
@@ -175,7 +167,6 @@ async fn dataset_parameter_is_invalid_parameter() {
 }
 
 #[tokio::test]
-#[ignore = "needs the Decthings frontend (POST /v0/Model/evaluate)"]
 async fn backend_failure_on_valid_input_is_a_failed_evaluation() {
     let (_backend, gw) = demo_gateway().await;
     // Batch 9 passes the route's rule ([-1,16]) but the backend allows <= 8.

@@ -41,7 +41,6 @@ async fn echo<'a>(gw: &Running, model: &'a str, tensor: T<'a>) -> Plain {
 }
 
 #[tokio::test]
-#[ignore = "needs the Decthings frontend (POST /v0/Model/evaluate)"]
 async fn triton_identity_bytes_keeps_strings_and_binaries() {
     let Some(gw) = triton_gateway("").await else {
         return;
@@ -56,7 +55,6 @@ async fn triton_identity_bytes_keeps_strings_and_binaries() {
 }
 
 #[tokio::test]
-#[ignore = "needs the Decthings frontend (POST /v0/Model/evaluate)"]
 async fn triton_identity_bool() {
     let Some(gw) = triton_gateway("").await else {
         return;
@@ -71,7 +69,6 @@ async fn triton_identity_bool() {
 /// frontend narrows f32 to the one type the rule allows), and Triton's FP16
 /// output must come back as f32 with the same values, bit for bit.
 #[tokio::test]
-#[ignore = "needs the Decthings frontend (POST /v0/Model/evaluate)"]
 async fn triton_identity_fp16_widens_to_f32_exactly() {
     let Some(gw) = triton_gateway(
         r#"
@@ -106,7 +103,6 @@ allowed_types = ["FP16"]
 }
 
 #[tokio::test]
-#[ignore = "needs the Decthings frontend (POST /v0/Model/evaluate)"]
 async fn triton_simple_adds_and_subtracts() {
     let Some(gw) = triton_gateway("").await else {
         return;

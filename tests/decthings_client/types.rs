@@ -23,7 +23,6 @@ async fn round_trip(addr: std::net::SocketAddr, tensor: T<'_>) {
 }
 
 #[tokio::test]
-#[ignore = "needs the Decthings frontend (POST /v0/Model/evaluate)"]
 async fn every_numeric_type_round_trips_through_identity() {
     let (_backend, gw) = demo_gateway().await;
     let a = gw.data_addr;
@@ -60,7 +59,6 @@ async fn every_numeric_type_round_trips_through_identity() {
 }
 
 #[tokio::test]
-#[ignore = "needs the Decthings frontend (POST /v0/Model/evaluate)"]
 async fn boolean_round_trips() {
     let (_backend, gw) = demo_gateway().await;
     round_trip(
@@ -71,7 +69,6 @@ async fn boolean_round_trips() {
 }
 
 #[tokio::test]
-#[ignore = "needs the Decthings frontend (POST /v0/Model/evaluate)"]
 async fn string_round_trips_with_multibyte_utf8() {
     let (_backend, gw) = demo_gateway().await;
     let long = "\u{1F600}".repeat(20_000); // 80,000 bytes: a 5-byte varint length
@@ -80,7 +77,6 @@ async fn string_round_trips_with_multibyte_utf8() {
 }
 
 #[tokio::test]
-#[ignore = "needs the Decthings frontend (POST /v0/Model/evaluate)"]
 async fn binary_round_trips_and_utf8_binary_comes_back_as_string() {
     let (_backend, gw) = demo_gateway().await;
     let a = gw.data_addr;
@@ -102,7 +98,6 @@ async fn binary_round_trips_and_utf8_binary_comes_back_as_string() {
 }
 
 #[tokio::test]
-#[ignore = "needs the Decthings frontend (POST /v0/Model/evaluate)"]
 async fn image_with_format_round_trips_through_a_media_rule() {
     let (_backend, gw) = media_gateway("image").await;
     let png: &[u8] = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR";
@@ -115,7 +110,6 @@ async fn image_with_format_round_trips_through_a_media_rule() {
 }
 
 #[tokio::test]
-#[ignore = "needs the Decthings frontend (POST /v0/Model/evaluate)"]
 async fn scalar_stays_a_scalar() {
     let (_backend, gw) = demo_gateway().await;
     round_trip(gw.data_addr, T::F32(arr(&[], vec![2.5]))).await;
@@ -123,7 +117,6 @@ async fn scalar_stays_a_scalar() {
 }
 
 #[tokio::test]
-#[ignore = "needs the Decthings frontend (POST /v0/Model/evaluate)"]
 async fn tensors_of_one_parameter_stack_along_a_new_dimension() {
     let (_backend, gw) = demo_gateway().await;
     let client = client_for(gw.data_addr);
@@ -145,7 +138,6 @@ async fn tensors_of_one_parameter_stack_along_a_new_dimension() {
 }
 
 #[tokio::test]
-#[ignore = "needs the Decthings frontend (POST /v0/Model/evaluate)"]
 async fn a_million_f32_values_come_back_exactly() {
     let (_backend, gw) = demo_gateway().await;
     let n = 1 << 20;
@@ -158,7 +150,6 @@ async fn a_million_f32_values_come_back_exactly() {
 }
 
 #[tokio::test]
-#[ignore = "needs the Decthings frontend (POST /v0/Model/evaluate)"]
 async fn simple_adds_and_subtracts() {
     let (_backend, gw) = demo_gateway().await;
     let client = client_for(gw.data_addr);
