@@ -184,7 +184,7 @@ fn features<T: Elem>(record: &Record, rows: &mut Rows, at: Location) -> Result<(
     rows.end_row(at, start)
 }
 
-fn put<V: Copy + std::fmt::Display, T: Elem>(
+fn put<V: Copy + std::fmt::Debug, T: Elem>(
     rows: &mut Rows,
     at: Location,
     values: &[V],
@@ -198,8 +198,9 @@ fn put<V: Copy + std::fmt::Display, T: Elem>(
     }
     rows.buf.reserve(values.len() * T::SIZE);
     for (feature, &v) in values.iter().enumerate() {
+        // Debug is Rust's shortest round-trip text (`1e300`, not 301 digits).
         let e = convert(v)
-            .map_err(|fail| value_error::<T>(fail, at, feature, v.to_string().as_bytes()))?;
+            .map_err(|fail| value_error::<T>(fail, at, feature, format!("{v:?}").as_bytes()))?;
         e.put(&mut rows.buf);
     }
     Ok(())
