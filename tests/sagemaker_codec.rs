@@ -131,8 +131,9 @@ fn le<T: Copy, const N: usize>(values: &[T], f: impl Fn(T) -> [u8; N]) -> Vec<u8
     values.iter().flat_map(|&v| f(v)).collect()
 }
 
-/// Three records written as a batch of two and a batch of one, as a
-/// frontend streams them.
+/// The demo model `rowsum`'s reply (each row summed in f64 from +0.0, and
+/// the input) for three records, written as a batch of two and a batch of
+/// one, as a frontend streams them.
 fn rowsum_reply(format: ReplyFormat) -> Vec<u8> {
     let inputs: [[f32; 4]; 3] = [
         [1.5, 16.0, 14.0, 23.0],
@@ -146,7 +147,7 @@ fn rowsum_reply(format: ReplyFormat) -> Vec<u8> {
         let n = rows.len() as u64;
         let score: Vec<f32> = rows
             .iter()
-            .map(|r| r.iter().map(|&v| f64::from(v)).sum::<f64>() as f32)
+            .map(|r| r.iter().fold(0.0, |acc, &v| acc + f64::from(v)) as f32)
             .collect();
         let score = le(&score, f32::to_le_bytes);
         let flat: Vec<f32> = rows.iter().flatten().copied().collect();
