@@ -312,14 +312,14 @@ mod chunking {
         }
         if v.is_infinite() {
             let s = if v < 0.0 { "-Infinity" } else { "Infinity" };
-            return if style % 2 == 0 {
+            return if style.is_multiple_of(2) {
                 s.to_owned()
             } else {
                 format!("\"{s}\"")
             };
         }
         let d = f64::from(v);
-        if style % 2 == 0 {
+        if style.is_multiple_of(2) {
             format!("{d:?}")
         } else {
             format!("{d:e}")
