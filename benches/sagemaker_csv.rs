@@ -85,7 +85,10 @@ fn csv_decode(c: &mut Criterion) {
     let values = values();
     let bodies = [
         ("numpy_str", body(&values, |v| format!("{v:?}"))),
-        ("python_repr", body(&values, |v| format!("{:?}", f64::from(v)))),
+        (
+            "python_repr",
+            body(&values, |v| format!("{:?}", f64::from(v))),
+        ),
     ];
     for (style, body) in &bodies {
         // Both sides read the same values.
@@ -93,10 +96,17 @@ fn csv_decode(c: &mut Criterion) {
         dec.feed(body);
         let mut ours = Vec::new();
         while let Some(b) = dec.finish().unwrap() {
-            ours.extend(b.data.chunks_exact(4).map(|c| f32::from_le_bytes(c.try_into().unwrap())));
+            ours.extend(
+                b.data
+                    .chunks_exact(4)
+                    .map(|c| f32::from_le_bytes(c.try_into().unwrap())),
+            );
         }
         assert_eq!(ours, baseline(body), "{style}");
-        eprintln!("{style}: {} bytes, {RECORDS} records of {FEATURES}", body.len());
+        eprintln!(
+            "{style}: {} bytes, {RECORDS} records of {FEATURES}",
+            body.len()
+        );
     }
     for (unit, throughput) in [("records", false), ("bytes", true)] {
         let mut g = c.benchmark_group(format!("sagemaker_csv_{unit}"));

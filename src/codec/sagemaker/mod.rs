@@ -28,7 +28,10 @@ mod recordio;
 mod reply;
 mod value;
 
-pub use batch::{Batch, DecodeConfig};
+pub use batch::{
+    Batch, DEFAULT_BATCH_RECORDS, DEFAULT_MAX_BATCH_BYTES, DEFAULT_MAX_BODY_BYTES,
+    DEFAULT_MAX_FEATURES, DEFAULT_MAX_RECORD_BYTES, DecodeConfig,
+};
 pub use csv::CsvDecoder;
 pub use decoder::RequestDecoder;
 pub use error::{ConfigError, Location, RecordError};
