@@ -5,12 +5,15 @@
 //! shared.
 //!
 //! - [`v2`]: KServe / Triton V2 `infer` (JSON, binary extension, raw);
-//! - [`decthings`]: the Decthings `Model.evaluate` RPC.
+//! - [`decthings`]: the Decthings `Model.evaluate` RPC;
+//! - [`sagemaker`]: SageMaker's `/invocations`, `/ping` and the Runtime API
+//!   path, for CSV, JSON, JSON Lines and RecordIO-protobuf records.
 //!
 //! Frontends never open connections themselves: the core's backend client
 //! does.
 
 pub mod decthings;
+pub mod sagemaker;
 pub mod v2;
 
 use http::Response;
@@ -26,6 +29,12 @@ pub enum Frontend {
     /// V2 endpoints, and everything passed through.
     V2,
     Decthings,
+    /// SageMaker's container paths (`/ping`, `/invocations`,
+    /// `/models/{m}/invoke`): `{"error"}` bodies.
+    SageMaker,
+    /// The SageMaker Runtime API path (`/endpoints/{e}/invocations`):
+    /// errors in the AWS shape boto3 parses.
+    SageMakerRuntime,
 }
 
 impl Frontend {
@@ -33,6 +42,7 @@ impl Frontend {
         match self {
             Frontend::V2 => "v2",
             Frontend::Decthings => "decthings",
+            Frontend::SageMaker | Frontend::SageMakerRuntime => "sagemaker",
         }
     }
 
@@ -41,6 +51,8 @@ impl Frontend {
         match self {
             Frontend::V2 => e.into_response(),
             Frontend::Decthings => decthings::error::render(e, obs),
+            Frontend::SageMaker => sagemaker::error::render(e),
+            Frontend::SageMakerRuntime => sagemaker::error::render_aws(e),
         }
     }
 }

@@ -40,6 +40,11 @@ pub enum Endpoint {
     /// `{prefix}/Model/evaluate`: the Decthings frontend (any method: only
     /// POST is served).
     Decthings { prefix: String },
+    /// `GET /ping`: SageMaker's health check.
+    SageMakerPing,
+    /// SageMaker inference: `POST /invocations`, `/models/{m}/invoke`,
+    /// `/endpoints/{e}/invocations`.
+    SageMaker(SageMakerTarget),
     /// Anything else: passed through to the backend of the route serving
     /// `model` (the default route when no model is named).
     Passthrough {
@@ -54,6 +59,10 @@ impl Endpoint {
     pub fn frontend(&self) -> Frontend {
         match self {
             Endpoint::Decthings { .. } => Frontend::Decthings,
+            Endpoint::SageMakerPing
+            | Endpoint::SageMaker(SageMakerTarget::Invocations)
+            | Endpoint::SageMaker(SageMakerTarget::Model(_)) => Frontend::SageMaker,
+            Endpoint::SageMaker(SageMakerTarget::Endpoint(_)) => Frontend::SageMakerRuntime,
             Endpoint::V2Infer { .. } | Endpoint::Passthrough { .. } => Frontend::V2,
         }
     }
@@ -63,9 +72,22 @@ impl Endpoint {
         match self {
             Endpoint::V2Infer { model } => Some(&model.name),
             Endpoint::Passthrough { model, .. } => model.as_deref(),
-            Endpoint::Decthings { .. } => None,
+            Endpoint::Decthings { .. } | Endpoint::SageMakerPing | Endpoint::SageMaker(_) => None,
         }
     }
+}
+
+/// Which model a SageMaker invocation names, by the path it came on.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SageMakerTarget {
+    /// `/invocations`: the `X-Amzn-SageMaker-Target-Model` header, else the
+    /// configured default model.
+    Invocations,
+    /// `/models/{model}/invoke`.
+    Model(String),
+    /// `/endpoints/{endpoint}/invocations`: the SageMaker Runtime API path
+    /// (boto3's `invoke_endpoint`), whose errors take AWS's shape.
+    Endpoint(String),
 }
 
 /// Classifies a request.
@@ -82,6 +104,9 @@ pub fn classify(
         });
     }
     let segments = path::split_path(raw_path).map_err(|source| GatewayError::BadPath { source })?;
+    if let Some(endpoint) = sagemaker(&segments) {
+        return Ok(endpoint);
+    }
     let v2 = V2Path::parse(&segments);
     Ok(match v2 {
         V2Path::Model {
@@ -99,6 +124,22 @@ pub fn classify(
             model: other.model().map(str::to_owned),
             control: None,
         },
+    })
+}
+
+/// SageMaker's container and runtime paths (any method: each serves one).
+fn sagemaker(segments: &[String]) -> Option<Endpoint> {
+    let segs: Vec<&str> = segments.iter().map(String::as_str).collect();
+    Some(match segs.as_slice() {
+        ["ping"] => Endpoint::SageMakerPing,
+        ["invocations"] => Endpoint::SageMaker(SageMakerTarget::Invocations),
+        ["models", model, "invoke"] if !model.is_empty() => {
+            Endpoint::SageMaker(SageMakerTarget::Model((*model).to_owned()))
+        }
+        ["endpoints", endpoint, "invocations"] if !endpoint.is_empty() => {
+            Endpoint::SageMaker(SageMakerTarget::Endpoint((*endpoint).to_owned()))
+        }
+        _ => return None,
     })
 }
 
@@ -163,5 +204,20 @@ mod tests {
             Frontend::V2,
             "not a configured prefix"
         );
+        assert_eq!(classify_ok(Method::GET, "/ping"), Endpoint::SageMakerPing);
+        assert_eq!(
+            classify_ok(Method::POST, "/invocations"),
+            Endpoint::SageMaker(SageMakerTarget::Invocations)
+        );
+        assert_eq!(
+            classify_ok(Method::POST, "/models/rowsum/invoke"),
+            Endpoint::SageMaker(SageMakerTarget::Model("rowsum".into()))
+        );
+        let runtime = classify_ok(Method::POST, "/endpoints/my%2Dep/invocations");
+        assert_eq!(
+            runtime,
+            Endpoint::SageMaker(SageMakerTarget::Endpoint("my-ep".into()))
+        );
+        assert_eq!(runtime.frontend(), Frontend::SageMakerRuntime);
     }
 }

@@ -102,6 +102,10 @@ pub enum GatewayError {
     ResponseTooLarge { route: String, limit: u64 },
     #[error("the gateway is shutting down")]
     ShuttingDown,
+    #[error("internal error: {what}")]
+    Internal { what: String },
+    #[error("{0}")]
+    SageMaker(Box<crate::frontend::sagemaker::SageMakerError>),
 }
 
 impl GatewayError {
@@ -135,6 +139,8 @@ impl GatewayError {
             | ResponseTooLarge { .. } => StatusCode::BAD_GATEWAY,
             BackendTimeout { .. } => StatusCode::GATEWAY_TIMEOUT,
             ShuttingDown => StatusCode::SERVICE_UNAVAILABLE,
+            Internal { .. } => StatusCode::INTERNAL_SERVER_ERROR,
+            SageMaker(e) => e.status(),
         }
     }
 

@@ -132,6 +132,16 @@ impl Gateway {
                 }
                 crate::frontend::decthings::evaluate(self, &prefix, req, obs).await
             }
+            Endpoint::SageMakerPing => crate::frontend::sagemaker::ping(self, obs).await,
+            Endpoint::SageMaker(target) => {
+                if req.method() != http::Method::POST {
+                    return Err(GatewayError::MethodNotAllowed {
+                        method: req.method().clone(),
+                        path: req.uri().path().to_owned(),
+                    });
+                }
+                crate::frontend::sagemaker::invoke(self, &target, req, obs).await
+            }
             Endpoint::V2Infer { model } => {
                 let x = self.bind(Some(&model.name), req.uri().path(), obs)?;
                 crate::frontend::v2::infer(x, &self.shared.config.server, model, req).await

@@ -18,8 +18,8 @@ pub mod request;
 use std::sync::Arc;
 use std::time::Instant;
 
-use http::header::{self, HeaderName, HeaderValue};
-use http::{HeaderMap, Request, Response};
+use http::header::{self, HeaderValue};
+use http::{Request, Response};
 use hyper::body::Incoming;
 
 pub use request::{Call, Param, RequestError};
@@ -30,7 +30,8 @@ use crate::gateway::client_body::ClientBody;
 use crate::gateway::core::backend::{self, Sent};
 use crate::gateway::core::{Exchange, InferRequest, ModelRef};
 use crate::gateway::error::GatewayError;
-use crate::gateway::observe::{Observation, REQUEST_ID};
+use crate::gateway::headers::trace_headers;
+use crate::gateway::observe::Observation;
 
 /// What the gateway lends the frontend: the configuration, and a way to
 /// make an [`Exchange`] for the route it chooses.
@@ -116,7 +117,7 @@ pub async fn evaluate<R: Routes>(
     let prepared = backend::prepare(x, infer)?;
     obs.translation("request", started.elapsed());
     let sent_at = Instant::now();
-    let reply = match prepared.send(x, forwarded_headers(&parts.headers)).await? {
+    let reply = match prepared.send(x, trace_headers(&parts.headers)).await? {
         Sent::Failed(resp) => return Err(backend::refusal(x, &model, resp).await),
         Sent::Reply(reply) => reply,
     };
@@ -144,23 +145,6 @@ fn octet_stream(body: ChunksBody) -> Response<Body> {
     );
     h.insert(header::CONTENT_LENGTH, HeaderValue::from(len));
     resp
-}
-
-/// The headers a Decthings call passes to the backend: the request id and
-/// trace context, never the client's credentials.
-fn forwarded_headers(client: &HeaderMap) -> HeaderMap {
-    const PASSED: [HeaderName; 3] = [
-        HeaderName::from_static(REQUEST_ID),
-        HeaderName::from_static("traceparent"),
-        HeaderName::from_static("tracestate"),
-    ];
-    let mut out = HeaderMap::new();
-    for name in PASSED {
-        if let Some(v) = client.get(&name) {
-            out.insert(name, v.clone());
-        }
-    }
-    out
 }
 
 #[cfg(test)]
