@@ -18,7 +18,7 @@ use serde_json::Value;
 
 use crate::codec::decthings::{self, DecodeError, EncodeError, Layout, Limits};
 use crate::codec::describe::{self, DescribeError};
-use crate::codec::v2::framing::{self, ChunkSplitter, FramingError, HeaderReader};
+use crate::codec::v2::framing::{self, ChunkSplitter, FramingError, HeaderReader, ShortTensor};
 use crate::codec::v2::json_write::{TensorForm, inline_data, write_document};
 use crate::codec::v2::{DocError, DocKind, DocLimits, DocParser, EntryData, Subject};
 use crate::tensor::check_data;
@@ -304,7 +304,7 @@ pub fn to_json_bytes(mut body: Bytes, header_len: u64, kind: DocKind) -> Result<
     let mut splitter = ChunkSplitter::new(doc.binary_sizes().collect());
     let mut pieces = Vec::new();
     splitter.push(body, &mut pieces)?;
-    if let Err((i, missing)) = splitter.finish(&mut pieces) {
+    if let Err(ShortTensor { tensor: i, missing }) = splitter.finish(&mut pieces) {
         return Err(CliError::Tensor {
             subject: subject(kind, i, &doc.tensors[i].name),
             problem: format!("binary data ends early: {missing} more bytes were expected"),

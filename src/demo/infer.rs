@@ -10,7 +10,7 @@ use serde_json::{Map, Value};
 use super::error::DemoError;
 use super::models::{Model, Named, VERSION};
 use super::respond::{self, Body};
-use crate::codec::v2::framing::{self, ChunkSplitter, HeaderReader, IHCL_HEADER};
+use crate::codec::v2::framing::{self, ChunkSplitter, HeaderReader, IHCL_HEADER, ShortTensor};
 use crate::codec::v2::json_write::{TensorForm, write_document};
 use crate::codec::v2::{DocKind, DocLimits, DocParser, Document, EntryData, TensorEntry};
 use crate::tensor::Tensor;
@@ -133,7 +133,7 @@ fn binary_data(
             .get_or_insert_with(BytesMut::new)
             .extend_from_slice(&piece.data);
     }
-    if let Err((tensor, _)) = short {
+    if let Err(ShortTensor { tensor, .. }) = short {
         let size = sizes.iter().find(|s| s.0 == tensor).map_or(0, |s| s.1);
         let got = data[tensor].as_ref().map_or(0, |d| d.len() as u64);
         return Err(DemoError::Invalid(format!(

@@ -9,7 +9,7 @@ use bytes::Bytes;
 use http_body::Frame;
 use hyper::body::Incoming;
 
-use crate::codec::v2::framing::{ChunkSplitter, Piece};
+use crate::codec::v2::framing::{ChunkSplitter, Piece, ShortTensor};
 use crate::codec::v2::json_write::{DocWriter, TensorForm, ValueWriter};
 use crate::codec::v2::{Document, EntryData};
 use crate::proxy::body::BoxError;
@@ -151,7 +151,7 @@ impl JsonReplyBody {
     }
 
     fn finish(&mut self) -> Result<(), StreamError> {
-        if let Err((tensor, missing)) = self.splitter.finish(&mut self.pieces) {
+        if let Err(ShortTensor { tensor, missing }) = self.splitter.finish(&mut self.pieces) {
             return Err(StreamError::Framing(format!(
                 "output \"{}\" is missing {missing} bytes",
                 self.doc.tensors[tensor].name

@@ -6,7 +6,9 @@
 
 use bytes::Bytes;
 
-use crate::codec::v2::framing::{ChunkSplitter, HeaderReader, Piece, check_header_length};
+use crate::codec::v2::framing::{
+    ChunkSplitter, HeaderReader, Piece, ShortTensor, check_header_length,
+};
 use crate::codec::v2::{DocKind, DocLimits, DocParser, Document, EntryData, EntryHead};
 use crate::config::Route;
 use crate::proxy::client_body::{ClientBody, concat};
@@ -64,7 +66,7 @@ pub fn doc_limits(route: &Route) -> DocLimits {
     DocLimits {
         max_elements: route.limits.max_elements_per_tensor,
         max_dims: route.limits.max_dims,
-        max_depth: 100,
+        ..DocLimits::default()
     }
 }
 
@@ -222,7 +224,7 @@ pub async fn read_binary(
             None => break,
         }
     }
-    if let Err((tensor, missing)) = splitter.finish(&mut pieces) {
+    if let Err(ShortTensor { tensor, missing }) = splitter.finish(&mut pieces) {
         return Err(framing(
             crate::codec::v2::framing::FramingError::ShortBody {
                 subject: format!("input '{}'", doc.tensors[tensor].name),

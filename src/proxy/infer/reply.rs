@@ -160,7 +160,7 @@ fn response_limits() -> DocLimits {
     DocLimits {
         max_elements: u64::MAX,
         max_dims: 64,
-        max_depth: 100,
+        ..DocLimits::default()
     }
 }
 
@@ -394,7 +394,7 @@ async fn assemble(
         }
         next = body.next().await?;
     }
-    if let Err((tensor, missing)) = splitter.finish(&mut pieces) {
+    if let Err(framing::ShortTensor { tensor, missing }) = splitter.finish(&mut pieces) {
         return Err(plan.bad_response(format!(
             "output \"{}\" is missing {missing} bytes",
             doc.tensors[tensor].name
