@@ -32,7 +32,12 @@ fn chunk_sizes(seed: u16, len: usize) -> Vec<usize> {
         .collect()
 }
 
-fn chunked(kind: DocKind, limits: DocLimits, doc: &[u8], sizes: &[usize]) -> Result<Document, DocError> {
+fn chunked(
+    kind: DocKind,
+    limits: DocLimits,
+    doc: &[u8],
+    sizes: &[usize],
+) -> Result<Document, DocError> {
     let mut p = DocParser::new(kind, limits);
     let mut first: Option<DocError> = None;
     let mut at = 0;
@@ -72,5 +77,9 @@ fuzz_target!(|data: &[u8]| {
     }
     let whole = DocParser::parse(kind, limits, doc);
     let sizes = chunk_sizes(u16::from_be_bytes([seed_hi, seed_lo]), doc.len());
-    assert_eq!(chunked(kind, limits, doc, &sizes), whole, "chunks {sizes:?}");
+    assert_eq!(
+        chunked(kind, limits, doc, &sizes),
+        whole,
+        "chunks {sizes:?}"
+    );
 });
