@@ -116,6 +116,10 @@ impl GatewayError {
             NoRoute { .. } | NotFound { .. } | UnknownModel { .. } => StatusCode::NOT_FOUND,
             BackendFailed { status, .. } => *status,
             ControlDenied { .. } => StatusCode::FORBIDDEN,
+            BadDocument {
+                source: DocError::MemberTooLarge { .. },
+                ..
+            } => StatusCode::PAYLOAD_TOO_LARGE,
             MethodNotAllowed { .. } => StatusCode::METHOD_NOT_ALLOWED,
             BadPath { .. }
             | Rule { .. }
@@ -189,9 +193,15 @@ impl GatewayError {
             } => Some((configured(input), "limit")),
             GatewayError::BadDocument {
                 source:
-                    DocError::TooManyDims { subject, .. } | DocError::TooManyElements { subject, .. },
+                    DocError::TooManyDims { subject, .. }
+                    | DocError::TooManyElements { subject, .. }
+                    | DocError::ShapeTooLong { subject, .. },
                 ..
             } => Some((configured(subject.name.as_deref().unwrap_or("")), "limit")),
+            GatewayError::BadDocument {
+                source: DocError::MemberTooLarge { .. } | DocError::TooManyValues { .. },
+                ..
+            } => Some(("_request".to_owned(), "limit")),
             _ => None,
         }
     }
