@@ -5,7 +5,8 @@
 #     (package "nginx-light") for scripts/bench-proxy.sh; libssl-dev and
 #     pkg-config, which the Decthings client's native-tls needs to build;
 #   - Python venvs under ${TENSORGATE_CACHE_DIR:-~/.cache/tensorgate}: a real
-#     Triton 2.51 with tritonclient, KServe 0.21, and the deploy validators.
+#     Triton 2.51 with tritonclient, KServe 0.21, the SageMaker SDK with
+#     boto3, and the deploy validators.
 # Idempotent: a second run takes seconds.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -71,5 +72,6 @@ fi
 started=$(date +%s)
 bash scripts/triton-backend.sh setup
 bash scripts/kserve-backend.sh setup
+bash scripts/sagemaker/client.sh setup   # the SageMaker SDK and boto3, real clients for tests/sagemaker
 bash scripts/validate-deploy.sh >/dev/null  # creates its venv; validation itself runs in scripts/test.sh
 log "done in $(( $(date +%s) - started ))s"
