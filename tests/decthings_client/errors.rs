@@ -193,3 +193,155 @@ async fn backend_failure_on_valid_input_is_a_failed_evaluation() {
         other => panic!("expected failed/exception, got {other:?}"),
     }
 }
+
+#[tokio::test]
+async fn unknown_snapshot_is_snapshot_not_found() {
+    let (_backend, gw) = demo_gateway().await;
+    let outcome = client_for(gw.data_addr)
+        .model
+        .evaluate(decthings_api::client::rpc::model::EvaluateParams {
+            model_id: "identity",
+            params: vec![param("INPUT0", vec![i32s(&[1])])],
+            snapshot_id: Some("7"),
+        })
+        .await;
+    assert!(
+        matches!(
+            outcome,
+            Err(DecthingsRpcError::Rpc(EvaluateError::SnapshotNotFound))
+        ),
+        "{outcome:?}"
+    );
+}
+
+/// A gateway whose route for `identity` has small limits and an output
+/// rule, in front of the demo backend.
+async fn strict_gateway(backend_url: &str) -> tensorgate::server::Running {
+    crate::common::gateway(&format!(
+        r#"
+[server]
+shutdown_grace = "2s"
+[backends.demo]
+url = "{backend_url}"
+request_timeout = "300ms"
+[[routes]]
+name = "strict"
+models = ["identity"]
+backend = "demo"
+[routes.limits]
+max_body_bytes = 4096
+[routes.outputs.OUTPUT0]
+shape = [2]
+[[routes]]
+name = "default"
+default = true
+backend = "demo"
+"#
+    ))
+    .await
+}
+
+#[tokio::test]
+async fn a_parameter_over_the_body_limit_is_invalid_parameter() {
+    let backend = tensorgate::demo::spawn().await.unwrap();
+    let gw = strict_gateway(&backend.url()).await;
+    let outcome = evaluate(
+        &client_for(gw.data_addr),
+        "identity",
+        vec![param("INPUT0", vec![T::F32(arr(&[2000], vec![0.5; 2000]))])],
+    )
+    .await;
+    let (name, reason) = invalid_parameter(outcome);
+    assert_eq!(name, "INPUT0");
+    assert!(reason.contains("limit of 4096"), "{reason}");
+}
+
+#[tokio::test]
+async fn a_body_over_the_limit_in_total_is_quota_exceeded() {
+    let backend = tensorgate::demo::spawn().await.unwrap();
+    let gw = strict_gateway(&backend.url()).await;
+    let outcome = evaluate(
+        &client_for(gw.data_addr),
+        "identity",
+        vec![
+            param("A", vec![T::F32(arr(&[400], vec![0.5; 400]))]),
+            param("B", vec![T::F32(arr(&[400], vec![0.5; 400]))]),
+            param("C", vec![T::F32(arr(&[400], vec![0.5; 400]))]),
+        ],
+    )
+    .await;
+    assert!(
+        matches!(
+            outcome,
+            Err(DecthingsRpcError::Rpc(EvaluateError::QuotaExceeded))
+        ),
+        "{outcome:?}"
+    );
+}
+
+#[tokio::test]
+async fn an_output_against_the_rule_is_an_invalid_output() {
+    let backend = tensorgate::demo::spawn().await.unwrap();
+    let gw = strict_gateway(&backend.url()).await;
+    let outcome = evaluate(
+        &client_for(gw.data_addr),
+        "identity",
+        vec![param(
+            "INPUT0",
+            vec![T::F32(arr(&[3], vec![1.0, 2.0, 3.0]))],
+        )],
+    )
+    .await;
+    match outcome {
+        Ok(EvaluateResult::Failed {
+            error: FailedEvaluationError::InvalidOutput { details, .. },
+            ..
+        }) => assert!(details.contains("[3] does not match rule [2]"), "{details}"),
+        other => panic!("expected failed/invalid_output, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn a_backend_timeout_is_server_overloaded() {
+    let slow = crate::common::TestBackend::start(|_| async {
+        tokio::time::sleep(std::time::Duration::from_secs(2)).await;
+        crate::common::reply(200, &[], "")
+    })
+    .await;
+    let gw = strict_gateway(&slow.url()).await;
+    let outcome = evaluate(
+        &client_for(gw.data_addr),
+        "identity",
+        vec![param("INPUT0", vec![T::F32(arr(&[2], vec![1.0, 2.0]))])],
+    )
+    .await;
+    assert!(
+        matches!(
+            outcome,
+            Ok(EvaluateResult::Failed {
+                error: FailedEvaluationError::ServerOverloaded,
+                ..
+            })
+        ),
+        "{outcome:?}"
+    );
+}
+
+#[tokio::test]
+async fn an_unreachable_backend_is_unknown() {
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let gw = strict_gateway(&format!("http://127.0.0.1:{port}")).await;
+    let outcome = evaluate(
+        &client_for(gw.data_addr),
+        "identity",
+        vec![param("INPUT0", vec![T::F32(arr(&[2], vec![1.0, 2.0]))])],
+    )
+    .await;
+    assert!(
+        matches!(outcome, Err(DecthingsRpcError::Rpc(EvaluateError::Unknown))),
+        "{outcome:?}"
+    );
+}

@@ -100,12 +100,7 @@ pub async fn evaluate<R: Routes>(
         })?;
     obs.bind(route, &model);
     obs.client_in(body.wire_bytes());
-    if bytes.len() as u64 > route.limits.max_body_bytes {
-        return Err(GatewayError::BodyTooLarge {
-            route: route.name.clone(),
-            limit: route.limits.max_body_bytes,
-        });
-    }
+    request::check_size(route, &call.params, bytes.len() as u64)?;
     let x = routes.exchange(route, obs);
     let model = ModelRef {
         name: model,

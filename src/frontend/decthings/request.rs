@@ -114,6 +114,31 @@ pub fn parse(body: &Bytes) -> Result<Call, RequestError> {
     })
 }
 
+/// Checks the call's size against the route's `max_body_bytes`: a parameter
+/// over it on its own is named (`invalid_parameter`); a body over it in
+/// total is a `quota_exceeded`.
+pub fn check_size(route: &Route, params: &[Param], body_len: u64) -> Result<(), GatewayError> {
+    let limit = route.limits.max_body_bytes;
+    for p in params {
+        if let Param::Tensors { name, blob } = p
+            && blob.len() as u64 > limit
+        {
+            let problem = InputProblem::TooLarge {
+                bytes: blob.len() as u64,
+                limit,
+            };
+            return Err(bad_input(route, name.clone(), problem));
+        }
+    }
+    if body_len > limit {
+        return Err(GatewayError::BodyTooLarge {
+            route: route.name.clone(),
+            limit,
+        });
+    }
+    Ok(())
+}
+
 /// Turns each parameter into the V2 input of the same name, checked
 /// against the route's rules.
 pub fn to_inputs(
@@ -126,16 +151,8 @@ pub fn to_inputs(
             Param::Dataset { name } => return Err(bad_input(route, name, InputProblem::Dataset)),
             Param::Tensors { name, blob } => (name, blob),
         };
-        let limit = route.limits.max_body_bytes;
-        if blob.len() as u64 > limit {
-            let problem = InputProblem::TooLarge {
-                bytes: blob.len() as u64,
-                limit,
-            };
-            return Err(bad_input(route, name, problem));
-        }
         let limits = Limits {
-            max_tensor_bytes: limit,
+            max_tensor_bytes: route.limits.max_body_bytes,
         };
         let tensors = decthings::decode_all(&blob, Layout::Current, &limits).map_err(|source| {
             Box::new(RequestError::Tensor {
