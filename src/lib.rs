@@ -1,10 +1,12 @@
 //! tensorgate: a streaming reverse proxy for KServe / Triton "V2" inference
-//! servers that translates tensor payloads between JSON, the binary tensor
-//! data extension and the Decthings tensor format, and enforces tensor rules
-//! per route.
+//! servers. It translates tensor payloads between JSON and the binary tensor
+//! data extension, serves Decthings (`Model.evaluate`) and SageMaker
+//! (`/invocations`) clients from V2 backends, and enforces tensor rules per
+//! route.
 //!
 //! The crate is layered: [`tensor`] is the one tensor model; [`codec`] holds
-//! the wire formats and never does I/O.
+//! the wire formats and never does I/O; [`gateway`] is the HTTP layer with
+//! the inference core every [`frontend`] (one per client protocol) shares.
 
 pub mod cli;
 pub mod codec;
