@@ -4,7 +4,7 @@
 //! of backend model metadata ([`metadata`]).
 //!
 //! Nothing here knows which frontend called it: a frontend reads its
-//! protocol into an [`InferRequest`], hands it to [`backend::send`], and
+//! protocol into an [`InferRequest`], hands it to [`backend::prepare`], and
 //! renders the [`InferReply`] (or streams the backend's reply) in its own
 //! protocol. Errors are [`GatewayError`](super::error::GatewayError)s; each
 //! frontend renders them in its own shape.

@@ -2,7 +2,7 @@
 //! backend request from an [`InferRequest`] in the route's wire format,
 //! sends it to `/v2/models/{model}[/versions/{v}]/infer` (the path comes
 //! from the request's [`ModelRef`](super::ModelRef), never from the
-//! client's path), and hands back the reply to be read ([`reply`]).
+//! client's path), and hands back the reply to be read ([`BackendReply`]).
 
 mod reply;
 mod request;
