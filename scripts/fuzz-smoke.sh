@@ -80,6 +80,16 @@ seed_corpora() {
         seed "$c/v2_framing" ihcl '' '- 123 '
         seed "$c/v2_framing" sagemaker '' '-application/vnd.sagemaker-triton.binary+json;json-header-size=42'
     fi
+    if [[ ! -d "$c/decthings_evaluate" ]]; then
+        for f in "$v"/rpc/evaluate_http_body.bin; do seed "$c/decthings_evaluate" "$(basename "$f")" '' "$f"; done
+    fi
+    local s="$ROOT/tests/fixtures/sagemaker" t ext
+    for t in sagemaker_csv:csv sagemaker_json:json sagemaker_jsonlines:jsonl sagemaker_recordio:recordio; do
+        ext=${t#*:}; t=${t%%:*}
+        if [[ ! -d "$c/$t" ]]; then
+            for f in "$s"/*."$ext"; do seed "$c/$t" "$(basename "$f")" '' "$f"; done
+        fi
+    done
     if [[ ! -d "$c/v2_value_writer" ]]; then
         seed "$c/v2_value_writer" mixed '\x03' '-\x00\x00\xc0\x7f\x05\x00\x00\x00hello'
     fi
