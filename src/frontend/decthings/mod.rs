@@ -14,6 +14,7 @@ pub mod error;
 mod media;
 pub mod reply;
 pub mod request;
+mod stream;
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -116,7 +117,25 @@ pub async fn evaluate<R: Routes>(
         Sent::Failed(resp) => return Err(backend::refusal(x, &model, resp).await),
         Sent::Reply(reply) => reply,
     };
-    let (_, reply) = reply.head(x).await?.collect(x).await?;
+    let head = reply.head(x).await?;
+    if stream::streamable(route, &head.doc) {
+        // Every output's size is in the header: the reply streams as the
+        // backend's bytes arrive (evaluate is the time to the backend's
+        // answer; the transfer follows).
+        let durations = reply::Durations {
+            total: obs.elapsed(),
+            evaluate: sent_at.elapsed(),
+        };
+        obs.elements("response", head.doc.element_count());
+        let body = stream::body(&head.doc, head.after, head.stream.into_inner(), durations)
+            .map_err(|e| GatewayError::DecthingsOutput(Box::new(e)))?;
+        let len = http_body::Body::size_hint(&body).exact().unwrap_or(0);
+        let mut resp = octet_stream_body(http_body_util::BodyExt::boxed_unsync(body));
+        resp.headers_mut()
+            .insert(header::CONTENT_LENGTH, HeaderValue::from(len));
+        return Ok(resp);
+    }
+    let (_, reply) = head.collect(x).await?;
     let evaluate = sent_at.elapsed();
     let converting = Instant::now();
     obs.elements("response", reply.element_count());
@@ -132,13 +151,18 @@ pub async fn evaluate<R: Routes>(
 
 fn octet_stream(body: ChunksBody) -> Response<Body> {
     let len = body.len();
-    let mut resp = Response::new(body.boxed());
-    let h = resp.headers_mut();
-    h.insert(
+    let mut resp = octet_stream_body(body.boxed());
+    resp.headers_mut()
+        .insert(header::CONTENT_LENGTH, HeaderValue::from(len));
+    resp
+}
+
+fn octet_stream_body(body: Body) -> Response<Body> {
+    let mut resp = Response::new(body);
+    resp.headers_mut().insert(
         header::CONTENT_TYPE,
         HeaderValue::from_static("application/octet-stream"),
     );
-    h.insert(header::CONTENT_LENGTH, HeaderValue::from(len));
     resp
 }
 

@@ -96,7 +96,7 @@ fn millis(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
 
-fn success_json(names: &[&str], d: Durations) -> Vec<u8> {
+pub(super) fn success_json(names: &[&str], d: Durations) -> Vec<u8> {
     let output: Vec<Value> = names
         .iter()
         .map(|n| serde_json::json!({ "name": n }))
@@ -113,7 +113,7 @@ fn success_json(names: &[&str], d: Durations) -> Vec<u8> {
 /// The client's tensor library cannot index a shape whose non-zero
 /// dimensions multiply past `isize::MAX` (it panics), even with no
 /// elements: refuse such shapes here.
-fn indexable(shape: &Shape) -> bool {
+pub(super) fn indexable(shape: &Shape) -> bool {
     shape
         .dims()
         .iter()
