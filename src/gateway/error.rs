@@ -3,6 +3,8 @@
 //! *shown* is the frontend's business (V2 `{"error"}`, a Decthings RPC
 //! error, SageMaker's AWS shape): see [`crate::frontend`].
 
+use std::time::Duration;
+
 use bytes::Bytes;
 use http::{HeaderValue, Response, StatusCode, header};
 
@@ -50,6 +52,10 @@ pub enum GatewayError {
     ClientBody { detail: String },
     #[error("timed out waiting for the rest of the request body")]
     ClientTimeout,
+    #[error("the request body did not arrive within {}s", limit.as_secs_f64())]
+    BodyDeadline { limit: Duration },
+    #[error("all {limit} request slots stayed busy for {:.3}s; retry later", waited.as_secs_f64())]
+    Overloaded { limit: usize, waited: Duration },
     #[error("route \"{route}\": output \"{output}\": {source}")]
     OutputNotJson {
         route: String,
@@ -102,7 +108,7 @@ impl GatewayError {
             | ClientBody { .. }
             | OutputNotJson { .. }
             | InputNotJson { .. } => StatusCode::BAD_REQUEST,
-            ClientTimeout => StatusCode::REQUEST_TIMEOUT,
+            ClientTimeout | BodyDeadline { .. } => StatusCode::REQUEST_TIMEOUT,
             BodyTooLarge { .. } | HeaderTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
             UnsupportedEncoding { .. } => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             BackendRefused { .. }
@@ -111,7 +117,18 @@ impl GatewayError {
             | OutputRule { .. }
             | ResponseTooLarge { .. } => StatusCode::BAD_GATEWAY,
             BackendTimeout { .. } => StatusCode::GATEWAY_TIMEOUT,
-            ShuttingDown => StatusCode::SERVICE_UNAVAILABLE,
+            ShuttingDown | Overloaded { .. } => StatusCode::SERVICE_UNAVAILABLE,
+        }
+    }
+
+    /// The `Retry-After` seconds a refusal for load carries (at least 1):
+    /// every frontend sends it with its own error body.
+    pub fn retry_after(&self) -> Option<u64> {
+        match self {
+            GatewayError::Overloaded { waited, .. } => {
+                Some((waited.as_secs_f64().ceil() as u64).max(1))
+            }
+            _ => None,
         }
     }
 
@@ -166,6 +183,10 @@ impl GatewayError {
     pub fn into_response(self) -> Response<Body> {
         let status = self.status();
         let mut resp = json_response(status, error_body(&self.to_string()));
+        if let Some(seconds) = self.retry_after() {
+            resp.headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from(seconds));
+        }
         if matches!(self, GatewayError::UnsupportedEncoding { .. }) {
             resp.headers_mut().insert(
                 header::ACCEPT_ENCODING,
@@ -218,6 +239,33 @@ mod tests {
         assert_eq!(resp.status(), StatusCode::UNSUPPORTED_MEDIA_TYPE);
         assert_eq!(resp.headers()["accept-encoding"], "gzip, deflate");
         assert_eq!(resp.headers()["content-type"], "application/json");
+    }
+
+    #[test]
+    fn overloaded_says_when_to_retry() {
+        let check = |waited_ms: u64, retry: &str| {
+            let e = GatewayError::Overloaded {
+                limit: 8,
+                waited: Duration::from_millis(waited_ms),
+            };
+            let message = e.to_string();
+            let resp = e.into_response();
+            assert_eq!(resp.status(), StatusCode::SERVICE_UNAVAILABLE);
+            assert_eq!(resp.headers()["retry-after"], retry);
+            message
+        };
+        assert_eq!(
+            check(5000, "5"),
+            "all 8 request slots stayed busy for 5.000s; retry later"
+        );
+        check(300, "1");
+        check(1200, "2");
+        let e = GatewayError::BodyDeadline {
+            limit: Duration::from_millis(1500),
+        };
+        assert_eq!(e.status(), StatusCode::REQUEST_TIMEOUT);
+        assert_eq!(e.to_string(), "the request body did not arrive within 1.5s");
+        assert_eq!(e.retry_after(), None);
     }
 
     #[test]

@@ -14,6 +14,7 @@ pub mod error;
 pub mod headers;
 pub mod observe;
 pub mod passthrough;
+pub mod shed;
 pub mod upstream;
 
 use std::collections::BTreeMap;
@@ -41,6 +42,7 @@ pub struct Shared {
     pub config: Config,
     pub upstreams: BTreeMap<String, Upstream>,
     pub metrics: Metrics,
+    pub admission: shed::Admission,
 }
 
 /// The gateway service. Cheap to clone.
@@ -56,11 +58,16 @@ impl Gateway {
             .iter()
             .map(|(name, b)| (name.clone(), Upstream::new(b.clone())))
             .collect();
+        let admission = shed::Admission::new(
+            config.server.max_concurrent_requests,
+            config.server.queue_timeout,
+        );
         Gateway {
             shared: Arc::new(Shared {
                 config,
                 upstreams,
                 metrics,
+                admission,
             }),
         }
     }
@@ -129,6 +136,7 @@ impl Gateway {
     ) -> Result<Response<Body>, GatewayError> {
         let route = self.route(endpoint.model(), req.uri().path())?;
         obs.bind(route, endpoint.model().unwrap_or(""));
+        obs.hold(self.shared.admission.admit().await?);
         let x = self.exchange(route, obs);
         match endpoint {
             Endpoint::V2Infer { model } => {
