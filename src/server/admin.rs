@@ -19,7 +19,7 @@ use tokio::sync::{Semaphore, watch};
 use tokio::task::JoinSet;
 
 use super::accept::{Backoff, admit};
-use super::exec::until_true;
+use super::conn::until_true;
 use crate::gateway::body::{Body, full};
 use crate::metrics::Metrics;
 

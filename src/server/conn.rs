@@ -14,7 +14,6 @@ use std::time::Duration;
 use tokio::sync::watch;
 use tokio::time::{Instant, sleep_until};
 
-use super::exec::until_true;
 use super::sniff::Verdict;
 
 /// What the connection's reader and service have seen, shared with its
@@ -92,6 +91,14 @@ impl ConnState {
         } else {
             Idle::CheckAt(last + limit)
         }
+    }
+}
+
+/// Resolves once `flag` is true; never if its sender is dropped without
+/// setting it (the server is gone, and the runtime with it).
+pub async fn until_true(flag: &mut watch::Receiver<bool>) {
+    if flag.wait_for(|f| *f).await.is_err() {
+        std::future::pending::<()>().await;
     }
 }
 

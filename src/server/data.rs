@@ -9,7 +9,7 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto::Builder;
 use tokio::net::TcpListener;
 use tokio::sync::{Semaphore, watch};
@@ -18,15 +18,14 @@ use tokio::time::{Instant, sleep_until, timeout_at};
 
 use super::accept::{Backoff, admit};
 use super::conn::{self, ConnLimits, ConnState};
-use super::exec::Spawner;
 use super::io::Sniffed;
 use super::tracked::Tracked;
 use crate::config::ServerConfig;
 use crate::gateway::Gateway;
 
 /// The HTTP/1 and HTTP/2 settings of client connections.
-fn builder(server: &ServerConfig, exec: Spawner) -> Builder<Spawner> {
-    let mut builder = Builder::new(exec);
+fn builder(server: &ServerConfig) -> Builder<TokioExecutor> {
+    let mut builder = Builder::new(TokioExecutor::new());
     builder
         .http1()
         .timer(TokioTimer::new())
@@ -51,8 +50,7 @@ pub async fn serve(
 ) {
     let server = gateway.config().server.clone();
     let (drain_tx, drain) = watch::channel(false);
-    let (abort_tx, abort) = watch::channel(false);
-    let builder = builder(&server, Spawner::new(abort));
+    let builder = builder(&server);
     let limits = ConnLimits {
         handshake: server.handshake_timeout,
         h2_idle: server.header_read_timeout,
@@ -108,5 +106,4 @@ pub async fn serve(
         conns.abort_all();
         while conns.join_next().await.is_some() {}
     }
-    let _ = abort_tx.send(true);
 }

@@ -9,7 +9,6 @@ mod accept;
 mod admin;
 mod conn;
 mod data;
-mod exec;
 mod io;
 mod sniff;
 mod tracked;
