@@ -11,8 +11,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto::Builder;
-use tokio::net::TcpListener;
-use tokio::sync::{Semaphore, watch};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, watch};
 use tokio::task::JoinSet;
 use tokio::time::{Instant, sleep_until, timeout_at};
 
@@ -41,6 +41,54 @@ fn builder(server: &ServerConfig) -> Builder<TokioExecutor> {
     builder
 }
 
+/// The connections being served.
+struct Conns {
+    tasks: JoinSet<()>,
+    builder: Builder<TokioExecutor>,
+    gateway: Gateway,
+    limits: ConnLimits,
+    drain: watch::Receiver<bool>,
+}
+
+impl Conns {
+    /// Serves `stream` in its own task, which holds the connection's slot.
+    fn spawn(&mut self, stream: TcpStream, slot: OwnedSemaphorePermit) {
+        let state = ConnState::new();
+        let io = TokioIo::new(Sniffed::new(stream, state.clone()));
+        let svc = Tracked::new(self.gateway.clone(), state.clone());
+        let conn = self.builder.serve_connection(io, svc).into_owned();
+        let (limits, drain) = (self.limits, self.drain.clone());
+        self.tasks.spawn(async move {
+            conn::drive(conn, |c| c.graceful_shutdown(), &state, limits, drain).await;
+            drop(slot);
+        });
+    }
+
+    /// Lets the connections finish until `deadline` (`drain` must have
+    /// been signalled), then aborts the rest.
+    async fn finish(mut self, deadline: Instant) {
+        let tasks = &mut self.tasks;
+        tracing::info!(
+            connections = tasks.len(),
+            "listener closed; draining in-flight requests"
+        );
+        let drained = timeout_at(deadline, async {
+            while tasks.join_next().await.is_some() {}
+        })
+        .await;
+        if drained.is_ok() {
+            tracing::info!("all connections closed");
+            return;
+        }
+        tracing::warn!(
+            connections = tasks.len(),
+            "grace period over; closing remaining connections"
+        );
+        tasks.abort_all();
+        while tasks.join_next().await.is_some() {}
+    }
+}
+
 /// Serves the data port until shut down (see the module doc for the order).
 pub async fn serve(
     listener: TcpListener,
@@ -50,14 +98,19 @@ pub async fn serve(
 ) {
     let server = gateway.config().server.clone();
     let (drain_tx, drain) = watch::channel(false);
-    let builder = builder(&server);
-    let limits = ConnLimits {
-        handshake: server.handshake_timeout,
-        h2_idle: server.header_read_timeout,
+    let mut conns = Conns {
+        tasks: JoinSet::new(),
+        builder: builder(&server),
+        gateway,
+        limits: ConnLimits {
+            handshake: server.handshake_timeout,
+            h2_idle: server.header_read_timeout,
+        },
+        drain,
     };
     let slots = Arc::new(Semaphore::new(server.max_connections));
-    let mut conns = JoinSet::new();
     let mut backoff = Backoff::default();
+    // The signal's time and the end of the drain delay, once signalled.
     let mut closing: Option<(Instant, Instant)> = None;
     let signalled = loop {
         let close_at = closing.map_or_else(Instant::now, |(_, at)| at);
@@ -71,39 +124,11 @@ pub async fn serve(
             () = sleep_until(close_at), if closing.is_some() => {
                 break closing.map_or(close_at, |(signalled, _)| signalled);
             }
-            Some(_) = conns.join_next(), if !conns.is_empty() => {}
-            (permit, stream) = admit(&listener, &slots, &mut backoff, "data") => {
-                let state = ConnState::new();
-                let io = TokioIo::new(Sniffed::new(stream, state.clone()));
-                let svc = Tracked::new(gateway.clone(), state.clone());
-                let conn = builder.serve_connection(io, svc).into_owned();
-                let drain = drain.clone();
-                conns.spawn(async move {
-                    conn::drive(conn, |c| c.graceful_shutdown(), &state, limits, drain).await;
-                    drop(permit);
-                });
-            }
+            Some(_) = conns.tasks.join_next(), if !conns.tasks.is_empty() => {}
+            (slot, stream) = admit(&listener, &slots, &mut backoff, "data") => conns.spawn(stream, slot),
         }
     };
     drop(listener);
-    let deadline = signalled + server.shutdown_grace;
-    tracing::info!(
-        connections = conns.len(),
-        "listener closed; draining in-flight requests"
-    );
     let _ = drain_tx.send(true);
-    let drained = timeout_at(deadline, async {
-        while conns.join_next().await.is_some() {}
-    })
-    .await;
-    if drained.is_ok() {
-        tracing::info!("all connections closed");
-    } else {
-        tracing::warn!(
-            connections = conns.len(),
-            "grace period over; closing remaining connections"
-        );
-        conns.abort_all();
-        while conns.join_next().await.is_some() {}
-    }
+    conns.finish(signalled + server.shutdown_grace).await;
 }
