@@ -98,11 +98,15 @@ PY
   soak_log "wrote the $1 results into $doc"
 }
 
+# The commit the run started at (the sections are written at its end).
+SOAK_COMMIT=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
+git diff --quiet HEAD 2>/dev/null || SOAK_COMMIT="$SOAK_COMMIT with local changes"
+
 # The run's circumstances, for the written sections.
 run_header() {
   # shellcheck disable=SC2016 # the backquotes are Markdown
   printf 'Run %s UTC, commit %s, %s cores, concurrency %s, through `tensorgate --backend` to `tensorgate demo-backend` (release builds).\n' \
-    "$(date -u +%Y-%m-%dT%H:%MZ)" "$(git rev-parse --short HEAD 2>/dev/null || echo unknown)" \
+    "$(date -u +%Y-%m-%dT%H:%MZ)" "$SOAK_COMMIT" \
     "$(nproc)" "$CONCURRENCY"
 }
 
