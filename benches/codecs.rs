@@ -121,7 +121,12 @@ fn le_bytes<T: Copy, const W: usize>(values: &[T], f: fn(T) -> [u8; W]) -> Vec<u
 
 /// JSON -> binary through `DataParser`, in one call.
 fn parse_data(dtype: DataType, json: &[u8]) -> Vec<u8> {
-    let mut p = DataParser::new(dtype, Some(N as u64), 1 << 28, 100);
+    let mut p = DataParser::new(
+        dtype,
+        Some(N as u64),
+        1 << 28,
+        tensorgate::codec::v2::MAX_JSON_DEPTH,
+    );
     match p.parse(json, true) {
         Ok(Progress::Done(_)) => {}
         other => panic!("{dtype}: {other:?}"),

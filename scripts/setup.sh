@@ -2,9 +2,11 @@
 # One-time setup of everything the tests need beyond the Rust toolchain:
 #   - Debian packages: promtool (package "prometheus") to check a real
 #     /metrics scrape; libpython for Triton's Python backend; wrk and nginx
-#     (package "nginx-light") for scripts/bench-proxy.sh;
+#     (package "nginx-light") for scripts/bench-proxy.sh; libssl-dev and
+#     pkg-config, which the Decthings client's native-tls needs to build;
 #   - Python venvs under ${TENSORGATE_CACHE_DIR:-~/.cache/tensorgate}: a real
-#     Triton 2.51 with tritonclient, KServe 0.21, and the deploy validators.
+#     Triton 2.51 with tritonclient, KServe 0.21, the SageMaker SDK with
+#     boto3, and the deploy validators.
 # Idempotent: a second run takes seconds.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -61,8 +63,15 @@ if [ "${#bench_packages[@]}" -gt 0 ]; then
   fi
 fi
 
+# The official Decthings client (a dev-dependency) reaches OpenSSL through
+# reqwest's native-tls: openssl-sys needs the headers and pkg-config.
+if ! command -v pkg-config >/dev/null 2>&1 || ! pkg-config --exists openssl; then
+  apt_install pkg-config libssl-dev
+fi
+
 started=$(date +%s)
 bash scripts/triton-backend.sh setup
 bash scripts/kserve-backend.sh setup
+bash scripts/sagemaker/client.sh setup   # the SageMaker SDK and boto3, real clients for tests/sagemaker
 bash scripts/validate-deploy.sh >/dev/null  # creates its venv; validation itself runs in scripts/test.sh
 log "done in $(( $(date +%s) - started ))s"

@@ -9,7 +9,8 @@
 #   3. promtool on a real /metrics scrape after traffic;
 #   4. deploy/ manifests, dashboard and Dockerfile checks;
 #   5. the Python conformance suite with the real clients (tritonclient,
-#      kserve), through tensorgate and direct.
+#      kserve), through tensorgate and direct; the SageMaker SDK and boto3
+#      against the SageMaker frontend.
 # Servers are stopped by PID on exit, whatever happens. Run scripts/setup.sh
 # once first. Without CI=true the real-backend tests skip loudly when a
 # backend is missing; with CI=true they fail.
@@ -55,6 +56,9 @@ fi
 step "cargo test (unit, integration, conformance)"
 cargo build --locked --release --bin tensorgate
 cargo test --locked --all-targets
+
+step "SageMaker SDK and boto3 against the SageMaker frontend (demo and real Triton)"
+TENSORGATE_BIN="$BIN" bash scripts/sagemaker/client.sh python tests/sagemaker/clients.py
 
 step "promtool check metrics on a real scrape"
 bash scripts/check-metrics.sh "$BIN"

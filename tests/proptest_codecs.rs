@@ -10,6 +10,9 @@
 //!   refused by the writer, which is checked separately).
 //! - a V2 document written by `write_document` parses back to the document it
 //!   was written from, and the same in any chunking, 1-byte chunks included.
+//! - a damaged document, with or without a tight budget for JSON outside
+//!   tensor data, gives the same result in any chunking as whole, and after
+//!   the first error every later `feed` and `finish` return that error.
 //! - Decthings encode -> decode -> encode is byte-identical in both layouts,
 //!   and `decode` on any strict prefix of a tensor is `Ok(None)`.
 //! - `describe` -> `parse_description` gives the tensor back (NaN canonical).
@@ -24,7 +27,9 @@ use tensorgate::codec::v2::json_data::{DataParser, Progress};
 use tensorgate::codec::v2::json_write::{
     TensorForm, ValueWriter, WriteError, inline_data, write_document,
 };
-use tensorgate::codec::v2::{DocKind, DocLimits, DocParser, Document, EntryData, TensorEntry};
+use tensorgate::codec::v2::{
+    DocError, DocKind, DocLimits, DocParser, Document, EntryData, TensorEntry,
+};
 use tensorgate::tensor::{DataType, DecthingsType, Semantic, Shape, Tensor, bytes_layout};
 
 // ---------------------------------------------------------------- strategies
@@ -456,6 +461,74 @@ proptest! {
             .map(|t| (t.name.clone(), t.datatype, t.shape.clone()))
             .collect();
         prop_assert_eq!(heads, want);
+    }
+}
+
+/// Feeds `text` in pieces and goes on feeding after an error: every call
+/// after the first error must return that error, `finish` included.
+fn parse_after_errors(
+    kind: DocKind,
+    limits: DocLimits,
+    text: &[u8],
+    sizes: &[usize],
+) -> Result<Document, DocError> {
+    let mut p = DocParser::new(kind, limits);
+    let mut first: Option<DocError> = None;
+    for piece in split(text, sizes) {
+        let result = p.feed(piece);
+        match &first {
+            Some(e) => assert_eq!(result.as_ref(), Err(e), "feed after an error"),
+            None => first = result.err(),
+        }
+    }
+    let done = p.finish();
+    if let Some(e) = first {
+        assert_eq!(done.as_ref().err(), Some(&e), "finish after an error");
+    }
+    done
+}
+
+/// A damaged copy of `text`: cut short, a byte replaced by one that matters
+/// to JSON, a byte dropped, or left whole.
+fn damage(text: &mut Vec<u8>, (how, at, byte): (u8, prop::sample::Index, u8)) {
+    const BYTES: &[u8] = b"{}[]\",:0-e \\tn";
+    if text.is_empty() {
+        return;
+    }
+    let at = at.index(text.len());
+    match how {
+        0 => text.truncate(at),
+        1 => text[at] = BYTES[usize::from(byte) % BYTES.len()],
+        2 => {
+            text.remove(at);
+        }
+        _ => {}
+    }
+}
+
+proptest! {
+    #![proptest_config(cases(256))]
+
+    /// Damaged documents, with budgets for JSON outside tensor data tight
+    /// enough to be hit: in any chunking the parser gives what it gives for
+    /// the whole text, and never a document after an error.
+    #[test]
+    fn no_document_after_an_error_in_any_chunking(
+        doc in document(),
+        edit in (0..4u8, any::<prop::sample::Index>(), any::<u8>()),
+        budget in prop::option::of((0u64..600, 0u64..60)),
+        sizes in chunk_sizes(),
+    ) {
+        let mut text = Vec::new();
+        write_document(&doc, |_, e| form(e), |_, e| inline_data(e), &mut text).unwrap();
+        damage(&mut text, edit);
+        let limits = match budget {
+            Some((bytes, values)) => DocLimits::new(1 << 16, 4).with_member_budget(bytes, values),
+            None => DocLimits::default(),
+        };
+        let whole = DocParser::parse(doc.kind, limits, &text);
+        prop_assert_eq!(parse_after_errors(doc.kind, limits, &text, &sizes), whole.clone());
+        prop_assert_eq!(parse_after_errors(doc.kind, limits, &text, &[1]), whole);
     }
 }
 

@@ -1,13 +1,67 @@
 //! The V2 document parser on arbitrary bytes, as a request or a response,
-//! fed whole and in two chunks split at a fuzzer-chosen point: both must give
-//! the same document or the same error.
+//! fed whole and in fuzzer-chosen chunkings, sometimes with a tight budget
+//! for JSON outside tensor data. Every chunking must give what the whole
+//! input gives, and after the first error every later `feed` and the
+//! `finish` must return that same error: never a document after an error.
+//!
+//! Layout: `flags`, two bytes seeding the chunk sizes (0: one chunk), then
+//! the document. `flags` bit 0: response; bit 1: budget of `flags >> 2`
+//! values and 16 bytes per value.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use tensorgate::codec::v2::{DocKind, DocLimits, DocParser};
+use tensorgate::codec::v2::{DocError, DocKind, DocLimits, DocParser, Document};
+
+/// Chunk sizes from 1 to 64 bytes (sometimes up to 4 KiB), from `seed`.
+fn chunk_sizes(seed: u16, len: usize) -> Vec<usize> {
+    if seed == 0 {
+        return vec![len.max(1)];
+    }
+    let mut x = u32::from(seed) | 1 << 16;
+    (0..16)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            if x % 8 == 0 {
+                1 + (x >> 3) as usize % 4096
+            } else {
+                1 + (x >> 3) as usize % 64
+            }
+        })
+        .collect()
+}
+
+fn chunked(
+    kind: DocKind,
+    limits: DocLimits,
+    doc: &[u8],
+    sizes: &[usize],
+) -> Result<Document, DocError> {
+    let mut p = DocParser::new(kind, limits);
+    let mut first: Option<DocError> = None;
+    let mut at = 0;
+    for &size in sizes.iter().cycle() {
+        if at >= doc.len() {
+            break;
+        }
+        let end = (at + size).min(doc.len());
+        let result = p.feed(&doc[at..end]);
+        match &first {
+            Some(e) => assert_eq!(result.as_ref(), Err(e), "feed after an error"),
+            None => first = result.err(),
+        }
+        at = end;
+    }
+    let done = p.finish();
+    if let Some(e) = first {
+        assert_eq!(done.as_ref().err(), Some(&e), "finish after an error");
+    }
+    done
+}
 
 fuzz_target!(|data: &[u8]| {
-    let Some((&[flags, at_hi, at_lo], doc)) = data.split_first_chunk::<3>() else {
+    let Some((&[flags, seed_hi, seed_lo], doc)) = data.split_first_chunk::<3>() else {
         return;
     };
     let kind = if flags & 1 == 0 {
@@ -16,16 +70,16 @@ fuzz_target!(|data: &[u8]| {
         DocKind::Response
     };
     // Small enough that a declared shape's buffer is cheap under ASan.
-    let limits = DocLimits {
-        max_elements: 1 << 16,
-        ..DocLimits::default()
-    };
-    let at = usize::from(u16::from_be_bytes([at_hi, at_lo])).min(doc.len());
+    let mut limits = DocLimits::new(1 << 16, DocLimits::DEFAULT.max_dims);
+    if flags & 2 != 0 {
+        let values = u64::from(flags >> 2);
+        limits = limits.with_member_budget(values * 16, values);
+    }
     let whole = DocParser::parse(kind, limits, doc);
-    let mut p = DocParser::new(kind, limits);
-    let chunked = p
-        .feed(&doc[..at])
-        .and_then(|()| p.feed(&doc[at..]))
-        .and_then(|()| p.finish());
-    assert_eq!(chunked, whole, "split at {at}");
+    let sizes = chunk_sizes(u16::from_be_bytes([seed_hi, seed_lo]), doc.len());
+    assert_eq!(
+        chunked(kind, limits, doc, &sizes),
+        whole,
+        "chunks {sizes:?}"
+    );
 });

@@ -1,6 +1,7 @@
 //! Binary-extension framing: header-length parsing, the SageMaker content
 //! type, and `HeaderReader` + `ChunkSplitter` over fuzzer-chosen frame and
-//! tensor sizes. Pieces must reassemble exactly into the body.
+//! tensor sizes. Pieces must reassemble exactly into the body, and totals of
+//! sizes near `u64::MAX` are checked, never wrapped.
 #![no_main]
 
 use bytes::Bytes;
@@ -28,12 +29,21 @@ fuzz_target!(|data: &[u8]| {
         .enumerate()
         .map(|(i, &s)| (i * 2, u64::from(s % 32)))
         .collect();
+    // The same sizes near u64::MAX: totals are checked, never wrapped.
+    let huge: Vec<(usize, u64)> = sizes.iter().map(|&(i, s)| (i, u64::MAX - s)).collect();
+    let huge_total = huge.iter().try_fold(0u64, |t, s| t.checked_add(s.1));
+    let mut huge_splitter = ChunkSplitter::new(huge);
+    assert_eq!(huge_splitter.remaining_total(), huge_total);
+    if let Err(short) = huge_splitter.finish(&mut Vec::new()) {
+        assert_eq!(short.missing, huge_total.unwrap_or(u64::MAX));
+    }
     let frame = usize::from(frame).max(1);
     let hlen = usize::from(hlen).min(body.len());
 
     let mut reader = HeaderReader::new(hlen);
     let mut splitter = ChunkSplitter::new(sizes.clone());
     let total: u64 = sizes.iter().map(|s| s.1).sum();
+    assert_eq!(splitter.remaining_total(), Some(total));
     let mut header = None;
     let mut pieces = Vec::new();
     let mut trailing = None;
@@ -81,6 +91,6 @@ fuzz_target!(|data: &[u8]| {
                 at += size as usize;
             }
         }
-        Err((_, missing)) => assert_eq!(missing, total - after.len() as u64),
+        Err(short) => assert_eq!(short.missing, total - after.len() as u64),
     }
 });

@@ -5,4 +5,5 @@
 
 pub mod decthings;
 pub mod describe;
+pub mod sagemaker;
 pub mod v2;

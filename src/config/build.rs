@@ -61,6 +61,9 @@ impl Config {
         };
         let mut default = Route::new("default", backend.clone());
         default.default = true;
+        // A 64 MiB tensor with its framing (a Decthings call, a binary
+        // request header) fits the demo.
+        default.limits.max_body_bytes = 128 << 20;
         default.sagemaker.default_model = Some("rowsum".to_owned());
         let server = ServerConfig {
             listen,

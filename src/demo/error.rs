@@ -9,7 +9,7 @@ use http::{HeaderValue, Response, StatusCode};
 use super::respond::{self, Body};
 
 /// Largest request body the demo server reads (after decompression).
-pub const MAX_BODY_BYTES: usize = 64 << 20;
+pub const MAX_BODY_BYTES: usize = 256 << 20;
 
 /// Why a request failed.
 #[derive(Debug, thiserror::Error)]

@@ -9,6 +9,10 @@
 //! - `ramp`: COUNT INT64 `[1]` -> OUTPUT0 FP32 `[COUNT]` holding 0, 0.5, 1,
 //!   ...: a small request with a reply as large as asked (at most 2^27
 //!   elements), for streaming and memory measurements.
+//! - `rowsum`: INPUT0 FP32 `[-1,-1]` (records x features, as the SageMaker
+//!   frontend sends them) -> `score` FP32 `[-1]`, each row's sum
+//!   (accumulated in f64, then narrowed), and OUTPUT0, the input byte for
+//!   byte.
 
 use bytes::Bytes;
 use serde_json::{Value, json};
@@ -25,6 +29,7 @@ pub enum Kind {
     Identity,
     Repeat,
     Ramp,
+    RowSum,
 }
 
 /// One declared input or output (dims without the batch dimension).
@@ -64,7 +69,7 @@ pub struct Model {
 /// Largest `ramp` output, in elements (512 MiB of FP32).
 pub const MAX_RAMP: i64 = 1 << 27;
 
-pub static MODELS: [Model; 4] = [
+pub static MODELS: [Model; 5] = [
     Model {
         name: "simple",
         kind: Kind::Simple,
@@ -105,6 +110,16 @@ pub static MODELS: [Model; 4] = [
         max_batch_size: 0,
         inputs: &[io("COUNT", DataType::I64, &[1])],
         outputs: &[io("OUTPUT0", DataType::F32, &[-1])],
+    },
+    Model {
+        name: "rowsum",
+        kind: Kind::RowSum,
+        max_batch_size: 0,
+        inputs: &[io("INPUT0", DataType::F32, &[-1, -1])],
+        outputs: &[
+            io("score", DataType::F32, &[-1]),
+            io("OUTPUT0", DataType::F32, &[-1, -1]),
+        ],
     },
 ];
 
@@ -189,6 +204,10 @@ impl Model {
                 self.check_inputs(id, &inputs)?;
                 ramp(id, &inputs)
             }
+            Kind::RowSum => {
+                self.check_inputs(id, &inputs)?;
+                rowsum(inputs)
+            }
         }
     }
 
@@ -233,6 +252,45 @@ fn ramp(id: Option<&str>, inputs: &[Named]) -> Result<Vec<Named>, DemoError> {
     )
     .map_err(|e| DemoError::Invalid(format!("output 'OUTPUT0': {e}")))?;
     Ok(vec![("OUTPUT0".to_owned(), t)])
+}
+
+/// `rowsum`: each row's sum of an FP32 `[rows, cols]` input (already
+/// checked), added up from +0.0 in f64, left to right, and narrowed once; the input comes back as
+/// OUTPUT0, the same bytes.
+fn rowsum(inputs: Vec<Named>) -> Result<Vec<Named>, DemoError> {
+    let Some((_, input)) = inputs.into_iter().find(|(n, _)| n == "INPUT0") else {
+        return Err(DemoError::Invalid("model 'rowsum' needs INPUT0".to_owned()));
+    };
+    let &[rows, cols] = input.shape.dims() else {
+        return Err(DemoError::Invalid(
+            "INPUT0 of 'rowsum' must have rank 2".to_owned(),
+        ));
+    };
+    let row_bytes = (cols as usize).saturating_mul(4);
+    let score: Vec<u8> = (0..rows as usize)
+        .flat_map(|r| {
+            let row = input
+                .data
+                .get(r * row_bytes..(r + 1) * row_bytes)
+                .unwrap_or(&[]);
+            let sum: f64 = row
+                .chunks_exact(4)
+                .map(|c| f64::from(f32::from_le_bytes([c[0], c[1], c[2], c[3]])))
+                // From +0.0 as Python's sum(): an empty row is 0, not -0.
+                .fold(0.0, |acc, v| acc + v);
+            (sum as f32).to_le_bytes()
+        })
+        .collect();
+    let score = Tensor::new(
+        DataType::F32,
+        crate::tensor::Shape::new(vec![rows]),
+        Bytes::from(score),
+    )
+    .map_err(|e| DemoError::Invalid(format!("output 'score': {e}")))?;
+    Ok(vec![
+        ("score".to_owned(), score),
+        ("OUTPUT0".to_owned(), input),
+    ])
 }
 
 /// Triton's model-config spelling of a datatype.
@@ -339,6 +397,52 @@ mod tests {
             .map(|c| f32::from_le_bytes(c.try_into().unwrap()))
             .collect();
         assert_eq!(v, vec![0.0, 0.5, 1.0]);
+    }
+
+    fn f32s(shape: &[u64], values: &[f32]) -> Tensor {
+        let data: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
+        Tensor::new(DataType::F32, Shape::new(shape.to_vec()), Bytes::from(data)).unwrap()
+    }
+
+    #[test]
+    fn rowsum_sums_rows_in_f64_and_echoes_the_input() {
+        // 2^24 + 1 + 1 is exact in f64; f32 accumulation would lose both 1s.
+        let input = f32s(
+            &[3, 3],
+            &[16777216.0, 1.0, 1.0, 1.5, -0.5, 0.25, f32::NAN, 1.0, 2.0],
+        );
+        let m = find("rowsum").unwrap();
+        let out = m.run(None, vec![("INPUT0".into(), input.clone())]).unwrap();
+        assert_eq!(out[0].0, "score");
+        assert_eq!(out[0].1.shape, Shape::new(vec![3]));
+        let score: Vec<f32> = out[0]
+            .1
+            .data
+            .chunks_exact(4)
+            .map(|c| f32::from_le_bytes(c.try_into().unwrap()))
+            .collect();
+        assert_eq!(score[..2], [16777218.0, 1.25]);
+        assert!(score[2].is_nan());
+        assert_eq!(out[1], ("OUTPUT0".into(), input));
+        // Zero features: every row sums to 0.
+        let out = m
+            .run(None, vec![("INPUT0".into(), f32s(&[2, 0], &[]))])
+            .unwrap();
+        assert_eq!(&out[0].1.data[..], &[0u8; 8]);
+        let err = m.run(None, vec![("INPUT0".into(), f32s(&[4], &[0.0; 4]))]);
+        assert!(err.is_err());
+        assert_eq!(
+            m.metadata()["outputs"],
+            json!([
+                {"name":"score","datatype":"FP32","shape":[-1]},
+                {"name":"OUTPUT0","datatype":"FP32","shape":[-1,-1]}
+            ])
+        );
+        assert_eq!(
+            m.config()["input"][0],
+            json!({"name":"INPUT0","data_type":"TYPE_FP32","dims":[-1,-1]})
+        );
+        assert_eq!(m.config()["max_batch_size"], json!(0));
     }
 
     #[test]

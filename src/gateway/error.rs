@@ -9,6 +9,7 @@ use bytes::Bytes;
 use http::{HeaderValue, Response, StatusCode, header};
 
 use super::body::{Body, full};
+use super::core::ModelRef;
 use super::core::backend::ReplyError;
 use crate::codec::v2::DocError;
 use crate::codec::v2::framing::FramingError;
@@ -37,6 +38,16 @@ pub enum GatewayError {
     BadFraming { route: String, source: FramingError },
     #[error("route \"{route}\": {message}")]
     BadRequest { route: String, message: String },
+    #[error("route \"{route}\": input \"{input}\" {problem}")]
+    BadInput {
+        route: String,
+        input: String,
+        problem: InputProblem,
+    },
+    #[error("invalid Decthings request: {0}")]
+    Decthings(#[from] Box<crate::frontend::decthings::RequestError>),
+    #[error("the Decthings client cannot take the backend's reply: {0}")]
+    DecthingsOutput(Box<crate::frontend::decthings::reply::OutputError>),
     #[error("route \"{route}\": request body is larger than the limit of {limit} bytes")]
     BodyTooLarge { route: String, limit: u64 },
     #[error("route \"{route}\": {source}")]
@@ -85,10 +96,22 @@ pub enum GatewayError {
         route: String,
         violation: Box<Violation>,
     },
+    #[error("backend \"{backend}\" has no model \"{}\"{}", model.name, model.version.as_deref().map(|v| format!(" version {v}")).unwrap_or_default())]
+    UnknownModel { backend: String, model: ModelRef },
+    #[error("backend \"{backend}\" refused the request ({status}): {message}")]
+    BackendFailed {
+        backend: String,
+        status: StatusCode,
+        message: String,
+    },
     #[error("route \"{route}\": backend response is larger than the limit of {limit} bytes")]
     ResponseTooLarge { route: String, limit: u64 },
     #[error("the gateway is shutting down")]
     ShuttingDown,
+    #[error("internal error: {what}")]
+    Internal { what: String },
+    #[error("{0}")]
+    SageMaker(Box<crate::frontend::sagemaker::SageMakerError>),
 }
 
 impl GatewayError {
@@ -96,14 +119,21 @@ impl GatewayError {
     pub fn status(&self) -> StatusCode {
         use GatewayError::*;
         match self {
-            NoRoute { .. } | NotFound { .. } => StatusCode::NOT_FOUND,
+            NoRoute { .. } | NotFound { .. } | UnknownModel { .. } => StatusCode::NOT_FOUND,
+            BackendFailed { status, .. } => *status,
             ControlDenied { .. } => StatusCode::FORBIDDEN,
+            BadDocument {
+                source: DocError::MemberTooLarge { .. },
+                ..
+            } => StatusCode::PAYLOAD_TOO_LARGE,
             MethodNotAllowed { .. } => StatusCode::METHOD_NOT_ALLOWED,
             BadPath { .. }
             | Rule { .. }
             | BadDocument { .. }
             | BadFraming { .. }
             | BadRequest { .. }
+            | BadInput { .. }
+            | Decthings(_)
             | BadEncoding { .. }
             | ClientBody { .. }
             | OutputNotJson { .. }
@@ -115,14 +145,17 @@ impl GatewayError {
             | BackendReset { .. }
             | BadBackendResponse { .. }
             | OutputRule { .. }
+            | DecthingsOutput(_)
             | ResponseTooLarge { .. } => StatusCode::BAD_GATEWAY,
             BackendTimeout { .. } => StatusCode::GATEWAY_TIMEOUT,
             ShuttingDown | Overloaded { .. } => StatusCode::SERVICE_UNAVAILABLE,
+            Internal { .. } => StatusCode::INTERNAL_SERVER_ERROR,
+            SageMaker(e) => e.status(),
         }
     }
 
-    /// The `Retry-After` seconds a refusal for load carries (at least 1):
-    /// every frontend sends it with its own error body.
+    /// The `Retry-After` seconds a refusal for load carries (at least 1);
+    /// the gateway adds the header to whatever body the frontend renders.
     pub fn retry_after(&self) -> Option<u64> {
         match self {
             GatewayError::Overloaded { waited, .. } => {
@@ -170,11 +203,22 @@ impl GatewayError {
             GatewayError::BodyTooLarge { .. } | GatewayError::HeaderTooLarge { .. } => {
                 Some(("_request".to_owned(), "limit"))
             }
+            GatewayError::BadInput {
+                input,
+                problem: InputProblem::TooLarge { .. },
+                ..
+            } => Some((configured(input), "limit")),
             GatewayError::BadDocument {
                 source:
-                    DocError::TooManyDims { subject, .. } | DocError::TooManyElements { subject, .. },
+                    DocError::TooManyDims { subject, .. }
+                    | DocError::TooManyElements { subject, .. }
+                    | DocError::ShapeTooLong { subject, .. },
                 ..
             } => Some((configured(subject.name.as_deref().unwrap_or("")), "limit")),
+            GatewayError::BadDocument {
+                source: DocError::MemberTooLarge { .. } | DocError::TooManyValues { .. },
+                ..
+            } => Some(("_request".to_owned(), "limit")),
             _ => None,
         }
     }
@@ -183,10 +227,6 @@ impl GatewayError {
     pub fn into_response(self) -> Response<Body> {
         let status = self.status();
         let mut resp = json_response(status, error_body(&self.to_string()));
-        if let Some(seconds) = self.retry_after() {
-            resp.headers_mut()
-                .insert(header::RETRY_AFTER, HeaderValue::from(seconds));
-        }
         if matches!(self, GatewayError::UnsupportedEncoding { .. }) {
             resp.headers_mut().insert(
                 header::ACCEPT_ENCODING,
@@ -195,6 +235,22 @@ impl GatewayError {
         }
         resp
     }
+}
+
+/// What is wrong with one input, beyond the route's rules: problems a
+/// frontend finds while turning its protocol's parameters into tensors.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum InputProblem {
+    #[error("holds no tensor")]
+    Empty,
+    #[error("is read from a dataset, and tensorgate has no datasets: send its tensors instead")]
+    Dataset,
+    #[error("holds {count} tensors, and this route takes one tensor per parameter")]
+    Several { count: usize },
+    #[error("holds tensors that cannot be stacked: {first} and {other}")]
+    CannotStack { first: String, other: String },
+    #[error("is {bytes} bytes, over the route's limit of {limit} bytes")]
+    TooLarge { bytes: u64, limit: u64 },
 }
 
 /// A JSON response with a status.
@@ -243,23 +299,21 @@ mod tests {
 
     #[test]
     fn overloaded_says_when_to_retry() {
-        let check = |waited_ms: u64, retry: &str| {
+        let check = |waited_ms: u64, retry: u64| {
             let e = GatewayError::Overloaded {
                 limit: 8,
                 waited: Duration::from_millis(waited_ms),
             };
-            let message = e.to_string();
-            let resp = e.into_response();
-            assert_eq!(resp.status(), StatusCode::SERVICE_UNAVAILABLE);
-            assert_eq!(resp.headers()["retry-after"], retry);
-            message
+            assert_eq!(e.status(), StatusCode::SERVICE_UNAVAILABLE);
+            assert_eq!(e.retry_after(), Some(retry));
+            e.to_string()
         };
         assert_eq!(
-            check(5000, "5"),
+            check(5000, 5),
             "all 8 request slots stayed busy for 5.000s; retry later"
         );
-        check(300, "1");
-        check(1200, "2");
+        check(300, 1);
+        check(1200, 2);
         let e = GatewayError::BodyDeadline {
             limit: Duration::from_millis(1500),
         };

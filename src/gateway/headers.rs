@@ -32,6 +32,24 @@ pub fn strip_hop_by_hop(headers: &mut HeaderMap) {
     headers.remove("proxy-connection");
 }
 
+/// What frontends that speak to the backend on the client's behalf (not
+/// V2, whose headers pass through) forward: the request id and trace
+/// context, never the client's credentials or signatures.
+pub fn trace_headers(client: &HeaderMap) -> HeaderMap {
+    const PASSED: [HeaderName; 3] = [
+        HeaderName::from_static(super::observe::REQUEST_ID),
+        HeaderName::from_static("traceparent"),
+        HeaderName::from_static("tracestate"),
+    ];
+    let mut out = HeaderMap::new();
+    for name in PASSED {
+        if let Some(v) = client.get(&name) {
+            out.insert(name, v.clone());
+        }
+    }
+    out
+}
+
 /// Removes the headers that describe a body the gateway rewrites.
 pub fn strip_body_headers(headers: &mut HeaderMap) {
     headers.remove(header::CONTENT_LENGTH);

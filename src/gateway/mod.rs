@@ -28,6 +28,8 @@ use http::{Request, Response};
 use hyper::body::Incoming;
 
 use crate::config::{Config, Route};
+use crate::frontend::Frontend;
+use crate::frontend::decthings::Routes;
 use crate::metrics::Metrics;
 use body::Body;
 use core::Exchange;
@@ -43,6 +45,7 @@ pub struct Shared {
     pub upstreams: BTreeMap<String, Upstream>,
     pub metrics: Metrics,
     pub admission: shed::Admission,
+    prefixes: dispatch::Prefixes,
 }
 
 /// The gateway service. Cheap to clone.
@@ -64,6 +67,7 @@ impl Gateway {
         );
         Gateway {
             shared: Arc::new(Shared {
+                prefixes: dispatch::Prefixes::new(&config),
                 config,
                 upstreams,
                 metrics,
@@ -80,10 +84,11 @@ impl Gateway {
     /// exchange is observed.
     pub async fn handle(&self, mut req: Request<Incoming>) -> Response<Body> {
         let request_id = ensure_request_id(req.headers_mut());
-        let endpoint = dispatch::classify(req.method(), req.uri().path());
+        let endpoint = dispatch::classify(req.method(), req.uri().path(), &self.shared.prefixes);
+        let frontend = endpoint.as_ref().map_or(Frontend::V2, Endpoint::frontend);
         let obs = Observation::start(Start {
             metrics: &self.shared.metrics,
-            kind: endpoint.as_ref().map_or("v2", Endpoint::kind),
+            kind: frontend.kind(),
             request_id,
             method: req.method().clone(),
             path: req.uri().path(),
@@ -95,7 +100,13 @@ impl Gateway {
         let resp = result.unwrap_or_else(|e| {
             obs.error(&e);
             tracing::debug!(error = %e, status = e.status().as_u16(), "request failed");
-            e.into_response()
+            let retry_after = e.retry_after();
+            let mut resp = frontend.render_error(e, &obs);
+            if let Some(seconds) = retry_after {
+                resp.headers_mut()
+                    .insert(http::header::RETRY_AFTER, seconds.into());
+            }
+            resp
         });
         obs.finish(resp)
     }
@@ -118,6 +129,74 @@ impl Gateway {
         }
     }
 
+    async fn serve(
+        &self,
+        endpoint: Endpoint,
+        req: Request<Incoming>,
+        obs: &Observation,
+    ) -> Result<Response<Body>, GatewayError> {
+        // SageMaker's health check is never shed: a ping refused under load
+        // would have the platform replace a busy, healthy container.
+        if endpoint != Endpoint::SageMakerPing {
+            obs.hold(self.shared.admission.admit().await?);
+        }
+        match endpoint {
+            Endpoint::Decthings { prefix } => {
+                if req.method() != http::Method::POST {
+                    return Err(GatewayError::MethodNotAllowed {
+                        method: req.method().clone(),
+                        path: req.uri().path().to_owned(),
+                    });
+                }
+                crate::frontend::decthings::evaluate(self, &prefix, req, obs).await
+            }
+            Endpoint::SageMakerPing => crate::frontend::sagemaker::ping(self, obs).await,
+            Endpoint::SageMaker(target) => {
+                if req.method() != http::Method::POST {
+                    return Err(GatewayError::MethodNotAllowed {
+                        method: req.method().clone(),
+                        path: req.uri().path().to_owned(),
+                    });
+                }
+                crate::frontend::sagemaker::invoke(self, &target, req, obs).await
+            }
+            Endpoint::V2Infer { model } => {
+                let x = self.bind(Some(&model.name), req.uri().path(), obs)?;
+                crate::frontend::v2::infer(x, &self.shared.config.server, model, req).await
+            }
+            Endpoint::Passthrough { model, control } => {
+                let x = self.bind(model.as_deref(), req.uri().path(), obs)?;
+                if let Some(kind) = control
+                    && !x.route.allows_control(kind)
+                {
+                    return Err(GatewayError::ControlDenied {
+                        route: x.route.name.clone(),
+                        kind,
+                    });
+                }
+                passthrough::forward(x, req).await
+            }
+        }
+    }
+
+    /// Binds a V2 request to the route serving the model its path names.
+    fn bind<'a>(
+        &'a self,
+        model: Option<&str>,
+        path: &str,
+        obs: &'a Observation,
+    ) -> Result<Exchange<'a>, GatewayError> {
+        let route = self.route(model, path)?;
+        obs.bind(route, model.unwrap_or(""));
+        Ok(self.exchange(route, obs))
+    }
+}
+
+impl crate::frontend::decthings::Routes for Gateway {
+    fn config(&self) -> &Config {
+        &self.shared.config
+    }
+
     fn exchange<'a>(&'a self, route: &'a Route, obs: &'a Observation) -> Exchange<'a> {
         // Every route's backend exists: configuration checked it.
         let upstream = &self.shared.upstreams[&route.backend.name];
@@ -125,34 +204,6 @@ impl Gateway {
             route,
             upstream,
             obs,
-        }
-    }
-
-    async fn serve(
-        &self,
-        endpoint: Endpoint,
-        req: Request<Incoming>,
-        obs: &Observation,
-    ) -> Result<Response<Body>, GatewayError> {
-        let route = self.route(endpoint.model(), req.uri().path())?;
-        obs.bind(route, endpoint.model().unwrap_or(""));
-        obs.hold(self.shared.admission.admit().await?);
-        let x = self.exchange(route, obs);
-        match endpoint {
-            Endpoint::V2Infer { model } => {
-                crate::frontend::v2::infer(x, &self.shared.config.server, model, req).await
-            }
-            Endpoint::Passthrough { control, .. } => {
-                if let Some(kind) = control
-                    && !route.allows_control(kind)
-                {
-                    return Err(GatewayError::ControlDenied {
-                        route: route.name.clone(),
-                        kind,
-                    });
-                }
-                passthrough::forward(x, req).await
-            }
         }
     }
 }

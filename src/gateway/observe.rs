@@ -164,6 +164,11 @@ impl Observation {
             .map(|b| b.route.backend.name.as_str())
     }
 
+    /// Time since the request started.
+    pub fn elapsed(&self) -> Duration {
+        self.inner.started.elapsed()
+    }
+
     pub fn kind(&self) -> &'static str {
         self.inner.kind
     }

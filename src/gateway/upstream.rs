@@ -11,14 +11,19 @@ use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::{TokioExecutor, TokioTimer};
 
 use super::body::Body;
+use super::core::metadata::MetadataCache;
 use super::error::GatewayError;
 use crate::config::Backend;
 
-/// A backend and its connection pool.
+/// Most models whose metadata one backend's cache holds.
+const METADATA_ENTRIES: usize = 256;
+
+/// A backend, its connection pool, and its models' cached metadata.
 #[derive(Clone, Debug)]
 pub struct Upstream {
     pub backend: Arc<Backend>,
     client: Client<HttpConnector, Body>,
+    pub metadata: Arc<MetadataCache>,
 }
 
 impl Upstream {
@@ -32,7 +37,12 @@ impl Upstream {
             .pool_idle_timeout(backend.pool_idle_timeout)
             .pool_max_idle_per_host(backend.pool_max_idle_per_host)
             .build(connector);
-        Upstream { backend, client }
+        let metadata = Arc::new(MetadataCache::new(backend.metadata_ttl, METADATA_ENTRIES));
+        Upstream {
+            backend,
+            client,
+            metadata,
+        }
     }
 
     pub fn name(&self) -> &str {

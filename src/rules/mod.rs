@@ -31,14 +31,7 @@ impl ShapeRule {
 
 impl fmt::Display for ShapeRule {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("[")?;
-        for (i, d) in self.0.iter().enumerate() {
-            if i > 0 {
-                f.write_str(",")?;
-            }
-            write!(f, "{d}")?;
-        }
-        f.write_str("]")
+        crate::tensor::write_dims(f, &self.0)
     }
 }
 
@@ -97,6 +90,13 @@ pub enum Violation {
         dtype: DataType,
         allowed: Vec<DataType>,
     },
+    #[error("{} \"{name}\": Decthings type {dtype} is not allowed (allowed: {})", side.noun(), decthings_list(allowed))]
+    DecthingsType {
+        side: Side,
+        name: String,
+        dtype: DecthingsType,
+        allowed: Vec<DecthingsType>,
+    },
     #[error("{} \"{name}\" is required but missing", side.noun())]
     Missing { side: Side, name: String },
     #[error("input \"{name}\" is not one of this route's inputs ({known})")]
@@ -114,6 +114,14 @@ pub enum Violation {
     },
 }
 
+fn decthings_list(types: &[DecthingsType]) -> String {
+    types
+        .iter()
+        .map(|t| t.name())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 fn list(types: &[DataType]) -> String {
     types
         .iter()
@@ -127,10 +135,23 @@ impl Violation {
     pub fn rule_label(&self) -> &'static str {
         match self {
             Violation::Shape { .. } | Violation::RawSize { .. } => "shape",
-            Violation::DataType { .. } => "datatype",
+            Violation::DataType { .. } | Violation::DecthingsType { .. } => "datatype",
             Violation::Missing { .. } => "required",
             Violation::Unknown { .. } => "unknown_input",
             Violation::Duplicate { .. } => "duplicate",
+        }
+    }
+
+    /// The tensor the violation is about.
+    pub fn tensor_name(&self) -> &str {
+        match self {
+            Violation::Shape { name, .. }
+            | Violation::DataType { name, .. }
+            | Violation::DecthingsType { name, .. }
+            | Violation::Missing { name, .. }
+            | Violation::Unknown { name, .. }
+            | Violation::Duplicate { name, .. }
+            | Violation::RawSize { name, .. } => name,
         }
     }
 
@@ -141,6 +162,7 @@ impl Violation {
         let name = match self {
             Violation::Shape { name, .. }
             | Violation::DataType { name, .. }
+            | Violation::DecthingsType { name, .. }
             | Violation::Missing { name, .. }
             | Violation::Duplicate { name, .. }
             | Violation::RawSize { name, .. } => name.as_str(),
@@ -197,6 +219,42 @@ impl RouteRules {
             });
         }
         Ok(())
+    }
+
+    /// Checks a tensor's Decthings type against a rule that names
+    /// Decthings-only types (`string`, `binary`, `image`, `audio`, `video`):
+    /// only BYTES tensors are concerned, since V2 types already say the rest.
+    pub fn check_decthings(
+        &self,
+        side: Side,
+        name: &str,
+        dtype: DecthingsType,
+    ) -> Result<(), Violation> {
+        let rules = match side {
+            Side::Input => &self.inputs,
+            Side::Output => &self.outputs,
+        };
+        let Some(allowed) = rules.get(name).and_then(|r| r.decthings_types.as_ref()) else {
+            return Ok(());
+        };
+        if dtype.to_v2() != DataType::Bytes || allowed.contains(&dtype) {
+            return Ok(());
+        }
+        Err(Violation::DecthingsType {
+            side,
+            name: name.to_owned(),
+            dtype,
+            allowed: allowed.clone(),
+        })
+    }
+
+    /// The one Decthings type a BYTES output's rule pins, if it names
+    /// exactly one of `string`, `binary`, `image`, `audio`, `video`.
+    pub fn pinned_decthings_type(&self, output: &str) -> Option<DecthingsType> {
+        match self.outputs.get(output)?.decthings_types.as_deref()? {
+            [one] => Some(*one),
+            _ => None,
+        }
     }
 
     /// Checks the set of tensor names: no duplicates, every required one

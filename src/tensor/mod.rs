@@ -11,7 +11,7 @@ mod shape;
 
 pub use bytes_elems::{BytesElements, BytesLayoutError};
 pub use dtype::{DataType, DecthingsType};
-pub use shape::{Shape, ShapeOverflow, element_count};
+pub use shape::{Shape, ShapeOverflow, element_count, write_dims};
 
 pub mod bytes_layout {
     //! Helpers for the V2 BYTES element layout.

@@ -57,15 +57,20 @@ impl From<Vec<u64>> for Shape {
 
 impl fmt::Display for Shape {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("[")?;
-        for (i, d) in self.0.iter().enumerate() {
-            if i > 0 {
-                f.write_str(",")?;
-            }
-            write!(f, "{d}")?;
-        }
-        f.write_str("]")
+        write_dims(f, &self.0)
     }
+}
+
+/// `[2,3]`: how shapes and shape patterns are written in messages.
+pub fn write_dims<T: fmt::Display>(f: &mut fmt::Formatter<'_>, dims: &[T]) -> fmt::Result {
+    f.write_str("[")?;
+    for (i, d) in dims.iter().enumerate() {
+        if i > 0 {
+            f.write_str(",")?;
+        }
+        write!(f, "{d}")?;
+    }
+    f.write_str("]")
 }
 
 #[cfg(test)]

@@ -445,19 +445,7 @@ fn split_media(
 pub fn encode_parts(tensor: &Tensor, layout: Layout) -> Result<(Bytes, Bytes), EncodeError> {
     crate::tensor::check_data(tensor.dtype, &tensor.shape, &tensor.data)?;
     let dtype = tensor.decthings_type();
-    let rank = tensor.shape.rank();
-    if rank > 255 {
-        return Err(EncodeError::TooManyDims {
-            shape: tensor.shape.clone(),
-            rank,
-        });
-    }
-    let mut header = BytesMut::with_capacity(2 + 9 * rank + 9);
-    header.put_u8(dtype.type_byte());
-    header.put_u8(rank as u8);
-    for &d in tensor.shape.dims() {
-        varint::write(&mut header, d);
-    }
+    let mut header = head(dtype, &tensor.shape)?;
     let data = match tensor.dtype {
         DataType::F16 => widen(&tensor.data, |b| half::f16::from_le_bytes(b).to_f32()),
         DataType::BF16 => widen(&tensor.data, |b| half::bf16::from_le_bytes(b).to_f32()),
@@ -475,6 +463,26 @@ pub fn encode_parts(tensor: &Tensor, layout: Layout) -> Result<(Bytes, Bytes), E
         _ => tensor.data.clone(),
     };
     Ok((header.freeze(), data))
+}
+
+/// `type | ndims | dims`: the start of every tensor. A fixed-size tensor is
+/// this followed by its little-endian data, the same bytes as in V2, so a
+/// writer can send this head and the data it already holds, uncopied.
+pub fn head(dtype: DecthingsType, shape: &Shape) -> Result<BytesMut, EncodeError> {
+    let rank = shape.rank();
+    if rank > 255 {
+        return Err(EncodeError::TooManyDims {
+            shape: shape.clone(),
+            rank,
+        });
+    }
+    let mut header = BytesMut::with_capacity(2 + 9 * rank + 9);
+    header.put_u8(dtype.type_byte());
+    header.put_u8(rank as u8);
+    for &d in shape.dims() {
+        varint::write(&mut header, d);
+    }
+    Ok(header)
 }
 
 /// Encodes `tensor` onto the end of `out`.

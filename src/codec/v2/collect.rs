@@ -5,13 +5,13 @@
 
 use bytes::Bytes;
 
-use super::framing::{ChunkSplitter, FramingError, Piece};
+use super::framing::{ChunkSplitter, FramingError, Piece, ShortTensor};
 use super::model::{Document, EntryData};
 
 /// A binary tensor's data ended early.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("tensor #{tensor} is missing {missing} bytes")]
-pub struct ShortTensor {
+pub struct ShortData {
     /// Index of the first incomplete tensor in the document.
     pub tensor: usize,
     /// Bytes still expected for that tensor.
@@ -67,14 +67,17 @@ impl BinaryCollector {
 
     /// Ends the body: every binary tensor must be complete. Returns the
     /// pieces per tensor of the document.
-    pub fn finish(mut self) -> Result<Vec<Vec<Bytes>>, ShortTensor> {
+    pub fn finish(mut self) -> Result<Vec<Vec<Bytes>>, ShortData> {
         let done = self.splitter.finish(&mut self.scratch);
         self.drain();
         match done {
             Ok(()) => Ok(self.data),
-            Err((tensor, missing_total)) => {
+            Err(ShortTensor {
+                tensor,
+                missing: missing_total,
+            }) => {
                 let got: u64 = self.data[tensor].iter().map(|b| b.len() as u64).sum();
-                Err(ShortTensor {
+                Err(ShortData {
                     tensor,
                     missing: self.sizes[tensor].saturating_sub(got),
                     missing_total,
@@ -135,7 +138,7 @@ mod tests {
         c.push(Bytes::from_static(b"a")).unwrap();
         assert_eq!(
             c.finish().unwrap_err(),
-            ShortTensor {
+            ShortData {
                 tensor: 0,
                 missing: 2,
                 missing_total: 2

@@ -2,7 +2,8 @@
 //! `Inference-Header-Content-Length` bytes followed by each binary tensor's
 //! bytes, in the order the header lists them. This module finds the header,
 //! splits what follows into per-tensor pieces (slices of the incoming frames,
-//! never copies), and checks the sizes the way Triton does.
+//! never copies), and checks the sizes the way Triton does. Sizes come from
+//! the wire: they are added up with checked arithmetic. Never does I/O.
 
 use bytes::{Bytes, BytesMut};
 
@@ -28,6 +29,18 @@ pub enum FramingError {
     ShortBody { subject: String, missing: u64 },
     #[error("unexpected additional data: {extra} bytes after the last binary tensor")]
     TrailingBytes { extra: u64 },
+}
+
+/// The body ended before every binary tensor was complete. Callers name the
+/// tensor from its index.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("binary tensor #{tensor} ends early: {missing} more bytes were expected")]
+pub struct ShortTensor {
+    /// Index in the document of the first tensor that is not complete.
+    pub tensor: usize,
+    /// Bytes missing from there to the end of the last binary tensor
+    /// (`u64::MAX` when the declared sizes add up to more than that).
+    pub missing: u64,
 }
 
 /// Parses an `Inference-Header-Content-Length` value.
@@ -136,15 +149,13 @@ impl ChunkSplitter {
         }
     }
 
-    /// Total bytes still expected.
-    pub fn remaining_total(&self) -> u64 {
-        self.remaining
-            + self
-                .sizes
-                .iter()
-                .skip(self.at + 1)
-                .map(|s| s.1)
-                .sum::<u64>()
+    /// Total bytes still expected; `None` when the declared sizes add up to
+    /// more than `u64::MAX` (no body can hold them).
+    pub fn remaining_total(&self) -> Option<u64> {
+        self.sizes
+            .iter()
+            .skip(self.at + 1)
+            .try_fold(self.remaining, |total, s| total.checked_add(s.1))
     }
 
     /// Splits `frame` into pieces appended to `out`. Bytes past the last
@@ -192,13 +203,15 @@ impl ChunkSplitter {
     }
 
     /// Called at the end of the body: flushes trailing zero-size tensors and
-    /// reports the first tensor that is short, as `(tensor index, missing
-    /// bytes)`.
-    pub fn finish(&mut self, out: &mut Vec<Piece>) -> Result<(), (usize, u64)> {
+    /// reports the first tensor that is short.
+    pub fn finish(&mut self, out: &mut Vec<Piece>) -> Result<(), ShortTensor> {
         let _ = self.push(Bytes::new(), out);
         match self.sizes.get(self.at) {
             None => Ok(()),
-            Some(&(tensor, _)) => Err((tensor, self.remaining_total())),
+            Some(&(tensor, _)) => Err(ShortTensor {
+                tensor,
+                missing: self.remaining_total().unwrap_or(u64::MAX),
+            }),
         }
     }
 }
@@ -270,8 +283,14 @@ mod tests {
         let mut out = Vec::new();
         s.push(Bytes::from_static(b"ab"), &mut out).unwrap();
         s.push(Bytes::from_static(b"cd"), &mut out).unwrap();
-        assert_eq!(s.remaining_total(), 1);
-        assert_eq!(s.finish(&mut out), Err((3, 1)));
+        assert_eq!(s.remaining_total(), Some(1));
+        assert_eq!(
+            s.finish(&mut out),
+            Err(ShortTensor {
+                tensor: 3,
+                missing: 1
+            })
+        );
         s.push(Bytes::from_static(b"e"), &mut out).unwrap();
         assert_eq!(s.finish(&mut out), Ok(()));
         let got: Vec<(usize, &[u8], bool)> = out
@@ -298,5 +317,24 @@ mod tests {
             s.push(Bytes::from_static(b"abc"), &mut out),
             Err(FramingError::TrailingBytes { extra: 2 })
         );
+    }
+
+    /// Sizes from the wire near `u64::MAX`: the totals do not wrap.
+    #[test]
+    fn totals_do_not_overflow() {
+        let mut s = ChunkSplitter::new(vec![(0, u64::MAX - 1), (1, 2), (2, 5)]);
+        assert_eq!(s.remaining_total(), None);
+        let mut out = Vec::new();
+        s.push(Bytes::from_static(b"abc"), &mut out).unwrap();
+        assert_eq!(s.remaining_total(), None);
+        assert_eq!(
+            s.finish(&mut out),
+            Err(ShortTensor {
+                tensor: 0,
+                missing: u64::MAX
+            })
+        );
+        let s = ChunkSplitter::new(vec![(0, u64::MAX - 1), (1, 1)]);
+        assert_eq!(s.remaining_total(), Some(u64::MAX));
     }
 }

@@ -324,17 +324,37 @@ impl JsonFloat for f64 {
 /// construction (what Triton writes for every FP32 value).
 #[inline(always)]
 fn float32(out: &mut Batch<'_>, v: f32) {
-    if !v.is_finite() || (1e-3..1e9).contains(&v.abs()) {
+    if !v.is_finite() {
         return float(out, v);
     }
+    finite_f32_text(v, |text| out.push(text));
+}
+
+/// Calls `f` with the text [`ValueWriter`] writes for the finite FP32 value
+/// `v`: its shortest round-trip digits, or (for the one magnitude whose
+/// shortest digits FP32 readers round to the neighbour, see `float32`) its
+/// widened double's. Shared with writers of other text formats (SageMaker
+/// CSV), which spell non-finite values their own way.
+#[inline(always)]
+pub fn finite_f32_text<R>(v: f32, f: impl FnOnce(&[u8]) -> R) -> R {
     let mut buf = zmij::Buffer::new();
     let text = buf.format_finite(v).as_bytes();
-    let back = super::number::parse_f32(text, true);
-    if matches!(back, Ok(Some((f, _))) if f.to_bits() == v.to_bits()) {
-        out.push(text);
-    } else {
-        float(out, f64::from(v));
+    if (1e-3..1e9).contains(&v.abs()) {
+        return f(text);
     }
+    let back = super::number::parse_f32(text, true);
+    if matches!(back, Ok(Some((g, _))) if g.to_bits() == v.to_bits()) {
+        f(text)
+    } else {
+        f(zmij::Buffer::new().format_finite(f64::from(v)).as_bytes())
+    }
+}
+
+/// Calls `f` with the shortest round-trip text of the finite FP64 value
+/// `v`, as [`ValueWriter`] writes it.
+#[inline(always)]
+pub fn finite_f64_text<R>(v: f64, f: impl FnOnce(&[u8]) -> R) -> R {
+    f(zmij::Buffer::new().format_finite(v).as_bytes())
 }
 
 /// Shortest round-trip text of `v` (as its own type), or the string form of

@@ -2,7 +2,9 @@
 //! data extension, and conversion between JSON `data` and binary data.
 //!
 //! Sans-I/O: nothing here knows about sockets, hyper or tokio. Callers feed
-//! bytes and receive tensors, frames or output bytes.
+//! bytes and receive tensors, frames or output bytes. Every size read from
+//! the wire is bounded by a limit before anything is allocated or buffered
+//! for it, and added up with checked arithmetic.
 
 pub mod collect;
 pub mod document;
@@ -16,7 +18,9 @@ pub mod path;
 pub mod scan;
 pub mod strings;
 
-pub use collect::{BinaryCollector, ShortTensor};
-pub use document::{DocError, DocParser};
-pub use model::{DocKind, DocLimits, Document, EntryData, EntryHead, Subject, TensorEntry};
+pub use collect::{BinaryCollector, ShortData};
+pub use document::{DocError, DocParser, MemberRef};
+pub use model::{
+    DocKind, DocLimits, Document, EntryData, EntryHead, MAX_JSON_DEPTH, Subject, TensorEntry,
+};
 pub use outputs::{OutputSelection, OutputsError, RequestedOutput};

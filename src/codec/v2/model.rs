@@ -35,7 +35,14 @@ impl DocKind {
     }
 }
 
+/// Deepest JSON nesting accepted anywhere in a V2 document, tensor data
+/// included.
+pub const MAX_JSON_DEPTH: u32 = 100;
+
 /// Bounds applied while parsing, before anything is allocated for them.
+///
+/// Build one with [`DocLimits::new`] (or `..DocLimits::default()`) so that
+/// the fields a caller does not set keep their defaults.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct DocLimits {
     /// Most elements one tensor may have (declared or sent).
@@ -44,15 +51,53 @@ pub struct DocLimits {
     pub max_dims: usize,
     /// Deepest JSON nesting accepted anywhere in the document.
     pub max_depth: u32,
+    /// Most bytes of JSON outside tensor `data` in one document, added up
+    /// over every member name and every value other than a tensor's data
+    /// (top-level members, tensor names, datatypes, shapes, parameters,
+    /// unknown members). Checked while a value is read, so no more than this
+    /// is ever buffered for it.
+    pub max_member_bytes: u64,
+    /// Most JSON values outside tensor `data` in one document, added up the
+    /// same way: every object, array, string (member names included), number
+    /// and literal. Bounds what `serde_json` builds for them (about 80 bytes
+    /// a value).
+    pub max_member_values: u64,
+}
+
+impl DocLimits {
+    /// The default limits: 2^28 elements, 32 dimensions, depth
+    /// [`MAX_JSON_DEPTH`], and 1 MiB / 65536 values of JSON outside tensor
+    /// data.
+    pub const DEFAULT: DocLimits = DocLimits {
+        max_elements: 1 << 28,
+        max_dims: 32,
+        max_depth: MAX_JSON_DEPTH,
+        max_member_bytes: 1 << 20,
+        max_member_values: 1 << 16,
+    };
+
+    /// The given tensor bounds, the defaults for everything else.
+    pub const fn new(max_elements: u64, max_dims: usize) -> Self {
+        DocLimits {
+            max_elements,
+            max_dims,
+            ..Self::DEFAULT
+        }
+    }
+
+    /// These limits with another budget for JSON outside tensor data.
+    pub const fn with_member_budget(self, max_bytes: u64, max_values: u64) -> Self {
+        DocLimits {
+            max_member_bytes: max_bytes,
+            max_member_values: max_values,
+            ..self
+        }
+    }
 }
 
 impl Default for DocLimits {
     fn default() -> Self {
-        DocLimits {
-            max_elements: 1 << 28,
-            max_dims: 32,
-            max_depth: 100,
-        }
+        Self::DEFAULT
     }
 }
 
@@ -115,7 +160,8 @@ impl Document {
         self.member("parameters").and_then(Value::as_object)
     }
 
-    /// Sizes of the binary chunks that follow the JSON header, in order.
+    /// Sizes of the binary chunks that follow the JSON header, in order, as
+    /// `(tensor index, size)`.
     pub fn binary_sizes(&self) -> impl Iterator<Item = (usize, u64)> + '_ {
         self.tensors
             .iter()
@@ -124,6 +170,22 @@ impl Document {
                 EntryData::Binary { size } => Some((i, size)),
                 _ => None,
             })
+    }
+
+    /// Elements in every tensor (saturating: shapes were checked when
+    /// parsed).
+    pub fn element_count(&self) -> u64 {
+        self.tensors
+            .iter()
+            .map(|t| t.shape.element_count().unwrap_or(0))
+            .fold(0, u64::saturating_add)
+    }
+
+    /// Total bytes of the binary chunks that follow the JSON header; `None`
+    /// when the declared sizes add up to more than `u64::MAX`.
+    pub fn binary_total(&self) -> Option<u64> {
+        self.binary_sizes()
+            .try_fold(0u64, |total, (_, size)| total.checked_add(size))
     }
 
     /// Whether any tensor lives in shared memory.

@@ -120,6 +120,8 @@ allowed_types = ["INT32"]
 name = "default"
 default = true
 backend = "demo"
+[routes.limits]
+max_body_bytes = 134217728
 [routes.sagemaker]
 default_model = "rowsum"
 "#;

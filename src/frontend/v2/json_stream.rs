@@ -9,7 +9,7 @@ use bytes::Bytes;
 use http_body::Frame;
 use hyper::body::Incoming;
 
-use crate::codec::v2::framing::{ChunkSplitter, FramingError, Piece};
+use crate::codec::v2::framing::{ChunkSplitter, FramingError, Piece, ShortTensor};
 use crate::codec::v2::json_write::{DocWriter, TensorForm, ValueWriter, WriteError};
 use crate::codec::v2::{Document, EntryData};
 use crate::gateway::body::BoxError;
@@ -161,7 +161,7 @@ impl JsonReplyBody {
     }
 
     fn finish(&mut self) -> Result<(), StreamError> {
-        if let Err((tensor, missing)) = self.splitter.finish(&mut self.pieces) {
+        if let Err(ShortTensor { tensor, missing }) = self.splitter.finish(&mut self.pieces) {
             return Err(StreamError::ShortOutput {
                 output: self.doc.tensors[tensor].name.clone(),
                 missing,

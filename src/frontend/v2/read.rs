@@ -72,13 +72,16 @@ impl ClientFraming {
     }
 }
 
-/// Limits on a client's request document, from the route's limits.
+/// JSON values outside tensor `data` a request may carry (with the byte
+/// budget of `max_json_header_bytes`): about 5 MiB of parsed values at most.
+const MAX_MEMBER_VALUES: u64 = 65_536;
+
+/// Limits on a client's request document, from the route's limits: the JSON
+/// outside tensor `data` is bounded like a binary request's header.
 pub fn doc_limits(route: &Route) -> DocLimits {
-    DocLimits {
-        max_elements: route.limits.max_elements_per_tensor,
-        max_dims: route.limits.max_dims,
-        ..DocLimits::default()
-    }
+    let l = &route.limits;
+    DocLimits::new(l.max_elements_per_tensor, l.max_dims)
+        .with_member_budget(l.max_json_header_bytes, MAX_MEMBER_VALUES)
 }
 
 fn bad_doc(route: &Route) -> impl Fn(DocError) -> GatewayError + '_ {

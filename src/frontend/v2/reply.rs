@@ -94,13 +94,7 @@ pub async fn render(
     if binary_framing && all_binary_already && label == BinaryLabel::Ihcl {
         return Ok(passthrough_binary(head, wanted.coding));
     }
-    x.obs.elements(
-        "response",
-        doc.tensors
-            .iter()
-            .map(|t| t.shape.element_count().unwrap_or(0))
-            .sum(),
-    );
+    x.obs.elements("response", doc.element_count());
     let no_binary = !wants.iter().any(|&w| w);
     let needs_check = doc
         .tensors

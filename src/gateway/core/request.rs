@@ -113,11 +113,7 @@ impl InferRequest {
 
     /// Elements in every input.
     pub fn element_count(&self) -> u64 {
-        self.header
-            .tensors
-            .iter()
-            .map(|t| t.shape.element_count().unwrap_or(0))
-            .fold(0u64, u64::saturating_add)
+        self.header.element_count()
     }
 }
 
@@ -140,11 +136,7 @@ impl InferReply {
 
     /// Elements in every output.
     pub fn element_count(&self) -> u64 {
-        self.header
-            .tensors
-            .iter()
-            .map(|t| t.shape.element_count().unwrap_or(0))
-            .fold(0u64, u64::saturating_add)
+        self.header.element_count()
     }
 }
 

@@ -1,5 +1,9 @@
+use bytes::Bytes;
+
 use super::*;
 use crate::codec::v2::json_write::{TensorForm, inline_data, write_document};
+use crate::codec::v2::model::EntryData;
+use crate::tensor::{DataType, Shape};
 
 fn parse(kind: DocKind, json: &str) -> Result<Document, DocError> {
     DocParser::parse(kind, DocLimits::default(), json.as_bytes())
@@ -7,17 +11,31 @@ fn parse(kind: DocKind, json: &str) -> Result<Document, DocError> {
 
 /// Parses `json` whole and in every chunk size from 1 to 7; all must agree.
 fn parse_chunked(kind: DocKind, json: &str) -> Result<Document, DocError> {
-    let whole = parse(kind, json);
+    parse_chunked_with(kind, DocLimits::default(), json)
+}
+
+/// [`parse_chunked`] with other limits. Chunks keep being fed after an
+/// error: every later call must fail with the same error.
+pub(super) fn parse_chunked_with(
+    kind: DocKind,
+    limits: DocLimits,
+    json: &str,
+) -> Result<Document, DocError> {
+    let whole = DocParser::parse(kind, limits, json.as_bytes());
     for size in 1..8 {
-        let mut p = DocParser::new(kind, DocLimits::default());
-        let mut result = Ok(());
+        let mut p = DocParser::new(kind, limits);
+        let mut first: Option<DocError> = None;
         for chunk in json.as_bytes().chunks(size) {
-            result = p.feed(chunk);
-            if result.is_err() {
-                break;
+            let result = p.feed(chunk);
+            match &first {
+                Some(e) => assert_eq!(result, Err(e.clone()), "feed after an error"),
+                None => first = result.err(),
             }
         }
-        let chunked = result.and_then(|()| p.finish());
+        let chunked = p.finish();
+        if let Some(e) = first {
+            assert_eq!(chunked, Err(e), "finish after an error");
+        }
         assert_eq!(chunked, whole, "chunk size {size} for {json}");
     }
     whole

@@ -74,6 +74,47 @@ pub async fn send_raw(
     send_body(x, model, body, headers).await
 }
 
+/// Most bytes of a refusal's body read for its message.
+const MAX_REFUSAL_BYTES: usize = 64 << 10;
+
+/// A non-2xx reply as an error, for frontends that do not pass the
+/// backend's own reply on: 404 is an unknown model (or version), anything
+/// else the backend refusing the request, with its `{"error"}` message (or
+/// its text).
+pub async fn refusal(
+    x: Exchange<'_>,
+    model: &ModelRef,
+    resp: Response<Metered<Incoming>>,
+) -> GatewayError {
+    let (parts, body) = resp.into_parts();
+    let backend = x.upstream.name().to_owned();
+    if parts.status == http::StatusCode::NOT_FOUND {
+        return GatewayError::UnknownModel {
+            backend,
+            model: model.clone(),
+        };
+    }
+    let limit = x.upstream.backend.request_timeout;
+    let read = tokio::time::timeout(
+        limit,
+        http_body_util::BodyExt::collect(http_body_util::Limited::new(body, MAX_REFUSAL_BYTES)),
+    )
+    .await;
+    let text = match read {
+        Ok(Ok(collected)) => collected.to_bytes(),
+        _ => Bytes::new(),
+    };
+    let message = serde_json::from_slice::<serde_json::Value>(&text)
+        .ok()
+        .and_then(|v| v.get("error").and_then(|e| e.as_str()).map(str::to_owned))
+        .unwrap_or_else(|| String::from_utf8_lossy(&text).trim().to_owned());
+    GatewayError::BackendFailed {
+        backend,
+        status: parts.status,
+        message,
+    }
+}
+
 async fn send_body(
     x: Exchange<'_>,
     model: &ModelRef,

@@ -143,11 +143,7 @@ pub struct ReplyHead {
 /// gateway agrees to hold (`max_json_header_bytes`, `max_response_bytes`),
 /// and binary outputs are never allocated from their declared shape.
 fn response_limits() -> DocLimits {
-    DocLimits {
-        max_elements: u64::MAX,
-        max_dims: 64,
-        ..DocLimits::default()
-    }
+    DocLimits::new(u64::MAX, 64)
 }
 
 impl BackendReply {

@@ -1,0 +1,151 @@
+//! The Decthings frontend: the `Model.evaluate` HTTP RPC of the official
+//! Decthings clients, at `POST {prefix}/Model/evaluate` (`/v0` by default,
+//! per route), served from a V2 backend.
+//!
+//! `modelId` names the backend model (or is mapped to one by a route's
+//! `[routes.decthings.model_ids]`), `snapshotId` its version; each input
+//! parameter becomes the V2 input of the same name and each backend output
+//! an output parameter of the same name. Numeric tensors travel as slices of
+//! the request and of the backend's reply, never copied. What the official
+//! client sends and accepts is in docs/DECTHINGS-CLIENT.md; errors are
+//! rendered in [`error`].
+
+pub mod error;
+mod media;
+pub mod reply;
+pub mod request;
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use http::header::{self, HeaderValue};
+use http::{Request, Response};
+use hyper::body::Incoming;
+
+pub use request::{Call, Param, RequestError};
+
+use crate::config::{Config, Route};
+use crate::gateway::body::{Body, ChunksBody};
+use crate::gateway::client_body::ClientBody;
+use crate::gateway::core::backend::{self, Sent};
+use crate::gateway::core::{Exchange, InferRequest, ModelRef};
+use crate::gateway::error::GatewayError;
+use crate::gateway::headers::trace_headers;
+use crate::gateway::observe::Observation;
+
+/// What the gateway lends the frontend: the configuration, and a way to
+/// make an [`Exchange`] for the route it chooses.
+pub trait Routes {
+    fn config(&self) -> &Config;
+    fn exchange<'a>(&'a self, route: &'a Route, obs: &'a Observation) -> Exchange<'a>;
+}
+
+/// The route and backend model a call is for, if any route serves
+/// `model_id` under `prefix` with the frontend on: a route's own `model_ids`
+/// mapping first, else `model_id` as a model name.
+pub fn resolve<'a>(
+    config: &'a Config,
+    prefix: &str,
+    model_id: &str,
+) -> Option<(&'a Arc<Route>, String)> {
+    let serves = |r: &Route| r.decthings.enabled && r.decthings.prefix == prefix;
+    if let Some((route, model)) = config
+        .routes
+        .iter()
+        .filter(|r| serves(r))
+        .find_map(|r| r.decthings.model_ids.get(model_id).map(|m| (r, m.clone())))
+    {
+        return Some((route, model));
+    }
+    config
+        .route_for_model(model_id)
+        .filter(|r| serves(r))
+        .map(|r| (r, model_id.to_owned()))
+}
+
+/// The largest body any Decthings route accepts: the bound while the body
+/// is read, before the call says which route it is for.
+pub fn body_limit(config: &Config) -> u64 {
+    config
+        .routes
+        .iter()
+        .filter(|r| r.decthings.enabled)
+        .map(|r| r.limits.max_body_bytes)
+        .max()
+        .unwrap_or(0)
+}
+
+/// Serves one `Model.evaluate` call.
+pub async fn evaluate<R: Routes>(
+    routes: &R,
+    prefix: &str,
+    req: Request<Incoming>,
+    obs: &Observation,
+) -> Result<Response<Body>, GatewayError> {
+    let config = routes.config();
+    let (parts, body) = req.into_parts();
+    let mut body = ClientBody::open(
+        &parts.headers,
+        body,
+        "decthings",
+        body_limit(config),
+        (&config.server).into(),
+    )?;
+    let bytes = body.collect(None).await?;
+    let started = Instant::now();
+    let call = request::parse(&bytes).map_err(Box::new)?;
+    let (route, model) =
+        resolve(config, prefix, &call.model_id).ok_or_else(|| GatewayError::NoRoute {
+            model: call.model_id.clone(),
+        })?;
+    obs.bind(route, &model);
+    obs.client_in(body.wire_bytes());
+    if bytes.len() as u64 > route.limits.max_body_bytes {
+        return Err(GatewayError::BodyTooLarge {
+            route: route.name.clone(),
+            limit: route.limits.max_body_bytes,
+        });
+    }
+    let x = routes.exchange(route, obs);
+    let model = ModelRef {
+        name: model,
+        version: call.snapshot_id,
+    };
+    let inputs = request::to_inputs(route, call.params)?;
+    let infer = InferRequest::new(model.clone(), inputs);
+    obs.elements("request", infer.element_count());
+    let prepared = backend::prepare(x, infer)?;
+    obs.translation("request", started.elapsed());
+    let sent_at = Instant::now();
+    let reply = match prepared.send(x, trace_headers(&parts.headers)).await? {
+        Sent::Failed(resp) => return Err(backend::refusal(x, &model, resp).await),
+        Sent::Reply(reply) => reply,
+    };
+    let (_, reply) = reply.head(x).await?.collect(x).await?;
+    let evaluate = sent_at.elapsed();
+    let converting = Instant::now();
+    obs.elements("response", reply.element_count());
+    let durations = reply::Durations {
+        total: obs.elapsed(),
+        evaluate,
+    };
+    let chunks = reply::success(route, &reply, durations)
+        .map_err(|e| GatewayError::DecthingsOutput(Box::new(e)))?;
+    obs.translation("response", converting.elapsed());
+    Ok(octet_stream(ChunksBody::new(chunks)))
+}
+
+fn octet_stream(body: ChunksBody) -> Response<Body> {
+    let len = body.len();
+    let mut resp = Response::new(body.boxed());
+    let h = resp.headers_mut();
+    h.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/octet-stream"),
+    );
+    h.insert(header::CONTENT_LENGTH, HeaderValue::from(len));
+    resp
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,134 @@
+//! SageMaker's errors: the frontend's own ([`SageMakerError`]) and how any
+//! gateway error is shown — `{"error": ...}` on the container paths, and on
+//! the Runtime API path the AWS shape boto3 parses: an `x-amzn-ErrorType`
+//! header naming the error and `{"message": ...}`, with `ModelError` (424,
+//! `OriginalStatusCode`, `OriginalMessage`) when the model failed.
+
+use bytes::Bytes;
+use http::header::{HeaderName, HeaderValue, RETRY_AFTER};
+use http::{Response, StatusCode};
+use serde_json::json;
+
+use crate::codec::sagemaker::{ConfigError, MediaError, RecordError, ReplyError};
+use crate::gateway::body::Body;
+use crate::gateway::error::{GatewayError, json_response};
+
+/// What the SageMaker frontend itself refuses.
+#[derive(Debug, thiserror::Error)]
+pub enum SageMakerError {
+    #[error("{0}")]
+    Record(#[from] RecordError),
+    #[error("{0}")]
+    Media(#[from] MediaError),
+    #[error(
+        "no model named: send the X-Amzn-SageMaker-Target-Model header, or call /models/{{model}}/invoke or /endpoints/{{endpoint}}/invocations"
+    )]
+    NoModel,
+    #[error(
+        "model \"{model}\": {why}; set input and datatype in [routes.sagemaker] of route \"{route}\""
+    )]
+    Input {
+        model: String,
+        route: String,
+        why: String,
+    },
+    #[error("route \"{route}\": {source}")]
+    Config { route: String, source: ConfigError },
+    #[error("the backend's outputs cannot be written as the reply: {0}")]
+    Reply(#[from] ReplyError),
+    #[error(
+        "output \"{name}\" named in [routes.sagemaker] outputs is not among the backend's outputs"
+    )]
+    MissingOutput { name: String },
+}
+
+impl SageMakerError {
+    /// The status of each refusal (the gateway's one mapping defers here).
+    pub fn status(&self) -> StatusCode {
+        match self {
+            SageMakerError::Record(RecordError::BodyTooLarge { .. }) => {
+                StatusCode::PAYLOAD_TOO_LARGE
+            }
+            SageMakerError::Media(MediaError::ContentType { .. }) => {
+                StatusCode::UNSUPPORTED_MEDIA_TYPE
+            }
+            SageMakerError::Media(MediaError::Accept { .. }) => StatusCode::NOT_ACCEPTABLE,
+            SageMakerError::Reply(_) | SageMakerError::MissingOutput { .. } => {
+                StatusCode::BAD_GATEWAY
+            }
+            _ => StatusCode::BAD_REQUEST,
+        }
+    }
+}
+
+/// `{"error": message}` with the error's status (container paths).
+pub fn render(e: GatewayError) -> Response<Body> {
+    let retry = retry_after(&e);
+    let mut resp = e.into_response();
+    if let Some(v) = retry {
+        resp.headers_mut().insert(RETRY_AFTER, v);
+    }
+    resp
+}
+
+/// The AWS error shape (Runtime API path).
+pub fn render_aws(e: GatewayError) -> Response<Body> {
+    let message = e.to_string();
+    let retry = retry_after(&e);
+    let (status, kind, body) = match &e {
+        GatewayError::BackendFailed {
+            status, message: m, ..
+        } => (
+            StatusCode::FAILED_DEPENDENCY,
+            "ModelError",
+            json!({
+                "message": format!("Received client error ({}) from model with message \"{m}\"", status.as_u16()),
+                "OriginalStatusCode": status.as_u16(),
+                "OriginalMessage": m,
+                "LogStreamArn": "",
+            }),
+        ),
+        GatewayError::BackendTimeout { .. }
+        | GatewayError::BackendRefused { .. }
+        | GatewayError::BackendReset { .. }
+        | GatewayError::BadBackendResponse { .. }
+        | GatewayError::OutputRule { .. }
+        | GatewayError::ResponseTooLarge { .. } => {
+            let original = e.status().as_u16();
+            (
+                StatusCode::FAILED_DEPENDENCY,
+                "ModelError",
+                json!({
+                    "message": format!("Received server error ({original}) from model with message \"{message}\""),
+                    "OriginalStatusCode": original,
+                    "OriginalMessage": message,
+                    "LogStreamArn": "",
+                }),
+            )
+        }
+        _ => {
+            let status = e.status();
+            let kind = match status {
+                StatusCode::SERVICE_UNAVAILABLE => "ServiceUnavailable",
+                s if s.is_server_error() => "InternalFailure",
+                _ => "ValidationError",
+            };
+            (status, kind, json!({ "message": message }))
+        }
+    };
+    let body = Bytes::from(serde_json::to_vec(&body).unwrap_or_default());
+    let mut resp = json_response(status, body);
+    let h = resp.headers_mut();
+    let value = format!("{kind}:http://internal.amazon.com/coral/com.amazon.sagemaker/");
+    if let Ok(v) = HeaderValue::from_str(&value) {
+        h.insert(HeaderName::from_static("x-amzn-errortype"), v);
+    }
+    if let Some(v) = retry {
+        h.insert(RETRY_AFTER, v);
+    }
+    resp
+}
+
+fn retry_after(e: &GatewayError) -> Option<HeaderValue> {
+    (e.status() == StatusCode::SERVICE_UNAVAILABLE).then(|| HeaderValue::from_static("1"))
+}

@@ -1,0 +1,238 @@
+//! Records in, replies out, in mini-batches: the body is decoded as it
+//! arrives; each batch goes to the backend as soon as it is complete (up to
+//! `max_batches_in_flight` at once), and the replies are written back in
+//! order as they come. Memory holds the batches in flight and one reply
+//! chunk, whatever the number of records.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use http::HeaderMap;
+use tokio::task::JoinHandle;
+
+use super::error::SageMakerError;
+use super::target::InputSpec;
+use crate::codec::sagemaker::{Batch, OutputRef, ReplyWriter, RequestDecoder};
+use crate::codec::v2::{EntryData, TensorEntry};
+use crate::config::Route;
+use crate::gateway::client_body::ClientBody;
+use crate::gateway::core::backend::{self, Sent};
+use crate::gateway::core::checks::check_request;
+use crate::gateway::core::{Exchange, InferReply, InferRequest, ModelRef, TensorData};
+use crate::gateway::error::GatewayError;
+use crate::gateway::observe::Observation;
+use crate::gateway::upstream::Upstream;
+
+/// What every batch of one invocation shares, owned so batches can run on
+/// their own tasks.
+#[derive(Debug)]
+pub struct Job {
+    pub route: Arc<Route>,
+    pub upstream: Upstream,
+    pub obs: Observation,
+    pub model: ModelRef,
+    pub input: InputSpec,
+    /// Headers passed to the backend with every batch.
+    pub headers: HeaderMap,
+}
+
+impl Job {
+    fn exchange(&self) -> Exchange<'_> {
+        Exchange {
+            route: &self.route,
+            upstream: &self.upstream,
+            obs: &self.obs,
+        }
+    }
+}
+
+type Pending = JoinHandle<Result<(usize, InferReply), GatewayError>>;
+
+/// One invocation's batches, driven chunk by chunk.
+#[derive(Debug)]
+pub struct Pipeline {
+    job: Arc<Job>,
+    body: ClientBody,
+    decoder: RequestDecoder,
+    writer: ReplyWriter,
+    in_flight: VecDeque<Pending>,
+    max_in_flight: usize,
+    /// The client's body has ended.
+    ended: bool,
+    /// Every batch has been handed out.
+    exhausted: bool,
+    opened: bool,
+    closed: bool,
+}
+
+impl Pipeline {
+    pub fn new(job: Job, body: ClientBody, decoder: RequestDecoder, writer: ReplyWriter) -> Self {
+        let max_in_flight = job.route.sagemaker.max_batches_in_flight.max(1);
+        Pipeline {
+            job: Arc::new(job),
+            body,
+            decoder,
+            writer,
+            in_flight: VecDeque::new(),
+            max_in_flight,
+            ended: false,
+            exhausted: false,
+            opened: false,
+            closed: false,
+        }
+    }
+
+    /// Bytes the client sent, as received.
+    pub fn wire_bytes(&self) -> u64 {
+        self.body.wire_bytes()
+    }
+
+    /// The next piece of the reply: the opening and the first batch's
+    /// records, then one batch's records at a time, then the closing;
+    /// `None` when all is written.
+    pub async fn next_chunk(&mut self) -> Result<Option<Bytes>, GatewayError> {
+        self.fill().await?;
+        let mut out = Vec::new();
+        if !self.opened {
+            self.opened = true;
+            self.writer.open(&mut out);
+        }
+        if let Some(pending) = self.in_flight.pop_front() {
+            let (records, reply) = pending.await.map_err(|e| GatewayError::Internal {
+                what: format!("a batch task ended: {e}"),
+            })??;
+            write_reply(&self.job.route, &mut self.writer, records, &reply, &mut out)?;
+            self.job.obs.elements("response", reply.element_count());
+        } else if !self.closed {
+            self.closed = true;
+            self.writer.close(&mut out);
+        } else {
+            return Ok(None);
+        }
+        Ok(Some(Bytes::from(out)))
+    }
+
+    /// Starts batches until `max_in_flight` run or none is left, reading
+    /// the body as needed.
+    async fn fill(&mut self) -> Result<(), GatewayError> {
+        while self.in_flight.len() < self.max_in_flight && !self.exhausted {
+            let next = if self.ended {
+                self.decoder.finish()
+            } else {
+                self.decoder.next_batch()
+            };
+            if let Some(batch) = next.map_err(record_error)? {
+                self.start(batch);
+                continue;
+            }
+            if self.ended {
+                self.exhausted = true;
+                break;
+            }
+            match self.body.next().await? {
+                Some(chunk) => self.decoder.feed(&chunk).map_err(record_error)?,
+                None => self.ended = true,
+            }
+        }
+        Ok(())
+    }
+
+    fn start(&mut self, batch: Batch) {
+        let job = self.job.clone();
+        self.in_flight
+            .push_back(tokio::spawn(async move { run_batch(&job, batch).await }));
+    }
+}
+
+impl Drop for Pipeline {
+    /// A client gone mid-reply takes its batches in flight with it.
+    fn drop(&mut self) {
+        for pending in &self.in_flight {
+            pending.abort();
+        }
+    }
+}
+
+fn record_error(e: crate::codec::sagemaker::RecordError) -> GatewayError {
+    GatewayError::SageMaker(Box::new(SageMakerError::Record(e)))
+}
+
+/// One batch through the backend: the `[N, F]` input checked against the
+/// route's rules, sent, and its reply collected.
+async fn run_batch(job: &Job, batch: Batch) -> Result<(usize, InferReply), GatewayError> {
+    let x = job.exchange();
+    let records = batch.records;
+    let entry = TensorEntry {
+        name: job.input.name.clone(),
+        datatype: batch.dtype,
+        shape: batch.shape(),
+        parameters: Default::default(),
+        extra: Vec::new(),
+        data: EntryData::Binary {
+            size: batch.data.len() as u64,
+        },
+    };
+    let req = InferRequest::new(
+        job.model.clone(),
+        vec![(entry, TensorData::Pieces(vec![batch.data]))],
+    );
+    check_request(x.route, &req.header)?;
+    x.obs.elements("request", req.element_count());
+    let prepared = backend::prepare(x, req)?;
+    match prepared.send(x, job.headers.clone()).await? {
+        Sent::Failed(resp) => Err(backend::refusal(x, &job.model, resp).await),
+        Sent::Reply(reply) => {
+            let (_, reply) = reply.head(x).await?.collect(x).await?;
+            Ok((records, reply))
+        }
+    }
+}
+
+/// Writes one batch's records: the outputs the route selects (all, in the
+/// backend's order, by default), under their reply names.
+fn write_reply(
+    route: &Route,
+    writer: &mut ReplyWriter,
+    records: usize,
+    reply: &InferReply,
+    out: &mut Vec<u8>,
+) -> Result<(), GatewayError> {
+    let joined: Vec<(&TensorEntry, Bytes)> =
+        reply.outputs().map(|(t, d)| (t, d.joined())).collect();
+    let selected: Vec<OutputRef<'_>> = if route.sagemaker.outputs.is_empty() {
+        joined
+            .iter()
+            .map(|(t, d)| output_ref(&t.name, t, d))
+            .collect()
+    } else {
+        route
+            .sagemaker
+            .outputs
+            .iter()
+            .map(|o| {
+                let (t, d) = joined
+                    .iter()
+                    .find(|(t, _)| t.name == o.name)
+                    .ok_or_else(|| {
+                        GatewayError::SageMaker(Box::new(SageMakerError::MissingOutput {
+                            name: o.name.clone(),
+                        }))
+                    })?;
+                Ok(output_ref(o.reply_name(), t, d))
+            })
+            .collect::<Result<_, GatewayError>>()?
+    };
+    writer
+        .write_batch(records, &selected, out)
+        .map_err(|e| GatewayError::SageMaker(Box::new(SageMakerError::Reply(e))))
+}
+
+fn output_ref<'a>(name: &'a str, t: &'a TensorEntry, data: &'a Bytes) -> OutputRef<'a> {
+    OutputRef {
+        name,
+        dtype: t.datatype,
+        shape: t.shape.dims(),
+        data,
+    }
+}
