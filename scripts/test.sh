@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite, as CI runs it:
-#   1. cargo fmt --check and clippy -D warnings;
+#   1. cargo fmt --check, clippy -D warnings, and the dependency policy
+#      (scripts/deny.sh: licenses, sources, duplicate versions);
 #   2. a real Triton 2.51 and a KServe 0.21 server started on 127.0.0.1
 #      (scripts/triton-backend.sh, scripts/kserve-backend.sh), then every
 #      cargo test: unit, integration against the embedded demo and scripted
@@ -26,6 +27,9 @@ step "cargo fmt --check"
 cargo fmt --all -- --check
 step "cargo clippy -D warnings"
 cargo clippy --all-targets --locked -- -D warnings
+
+step "cargo deny check bans licenses sources (deny.toml)"
+bash scripts/deny.sh
 
 stop_backends() {
   bash "$ROOT/scripts/triton-backend.sh" stop >/dev/null 2>&1 || true

@@ -21,7 +21,8 @@ pub struct ServerConfig {
     /// After SIGTERM / SIGINT, how long in-flight requests may finish.
     /// Without it a stuck request holds the process up forever.
     pub shutdown_grace: Duration,
-    /// Requests served at once; more wait (tower concurrency limit).
+    /// Requests served at once; more wait up to `queue_timeout` (see
+    /// [`crate::gateway::shed`]).
     /// Without it a burst makes every request slow and memory unbounded.
     pub max_concurrent_requests: usize,
     /// Longest pause between two pieces of a client's request body. Without

@@ -1,8 +1,13 @@
 //! Reading a client's request body: decompressed, bounded by the route's
 //! limit (a declared `Content-Length` over it is refused before a byte is
-//! read), and with a limit on how long the client may pause.
+//! read), with a limit on how long the client may pause
+//! (`body_read_timeout`, else 408) and on how long the whole body may take
+//! (`body_total_timeout`, else 408), so a client trickling a byte at a
+//! time cannot hold a request slot for long.
 
 use std::time::Duration;
+
+use tokio::time::Instant;
 
 use bytes::{Bytes, BytesMut};
 use http_body_util::BodyExt;
@@ -12,6 +17,42 @@ use http::{HeaderMap, header};
 
 use super::encoding::{Coding, DecodeError, Decoder, request_coding};
 use super::error::GatewayError;
+use crate::config::ServerConfig;
+
+/// How long a client may take over its request body.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BodyTimeouts {
+    /// Longest pause between two pieces.
+    pub idle: Duration,
+    /// The whole body, from when the gateway starts reading it.
+    pub total: Duration,
+}
+
+impl From<&ServerConfig> for BodyTimeouts {
+    fn from(s: &ServerConfig) -> Self {
+        BodyTimeouts {
+            idle: s.body_read_timeout,
+            total: s.body_total_timeout,
+        }
+    }
+}
+
+/// What runs out first when waiting for the next piece at `now`: the
+/// pause allowed, or the time left to the whole body's `deadline`.
+fn next_wait(now: Instant, idle: Duration, deadline: Instant) -> (Duration, Limit) {
+    let left = deadline.saturating_duration_since(now);
+    if left <= idle {
+        (left, Limit::Total)
+    } else {
+        (idle, Limit::Idle)
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Limit {
+    Idle,
+    Total,
+}
 
 /// The body length a request declares, refused with 413 when it is over
 /// `limit`. Every path that reads or forwards a body checks here first.
@@ -40,7 +81,9 @@ pub struct ClientBody {
     decoder: Option<Decoder>,
     route: String,
     limit: u64,
-    timeout: Duration,
+    timeouts: BodyTimeouts,
+    /// When the whole body must have arrived.
+    deadline: Instant,
     /// Decompressed bytes handed out so far.
     received: u64,
     /// Bytes as they came off the wire.
@@ -52,13 +95,14 @@ pub struct ClientBody {
 
 impl ClientBody {
     /// Opens a request body: an unsupported `Content-Encoding` is a 415 and
-    /// a declared length over `limit` a 413, before anything is read.
+    /// a declared length over `limit` a 413, before anything is read. The
+    /// total deadline runs from here.
     pub fn open(
         headers: &HeaderMap,
         inner: Incoming,
         route: &str,
         limit: u64,
-        timeout: Duration,
+        timeouts: BodyTimeouts,
     ) -> Result<ClientBody, GatewayError> {
         let coding = request_coding(headers)?;
         let declared = match coding {
@@ -70,7 +114,8 @@ impl ClientBody {
             decoder: Decoder::new(coding, limit),
             route: route.to_owned(),
             limit,
-            timeout,
+            timeouts,
+            deadline: Instant::now() + timeouts.total,
             received: 0,
             wire: 0,
             declared,
@@ -114,9 +159,15 @@ impl ClientBody {
             if self.finished {
                 return Ok(None);
             }
-            let frame = tokio::time::timeout(self.timeout, self.inner.frame())
+            let (wait, limit) = next_wait(Instant::now(), self.timeouts.idle, self.deadline);
+            let frame = tokio::time::timeout(wait, self.inner.frame())
                 .await
-                .map_err(|_| GatewayError::ClientTimeout)?;
+                .map_err(|_| match limit {
+                    Limit::Idle => GatewayError::ClientTimeout,
+                    Limit::Total => GatewayError::BodyDeadline {
+                        limit: self.timeouts.total,
+                    },
+                })?;
             let data = match frame {
                 None => {
                     self.finished = true;
@@ -174,5 +225,32 @@ pub fn concat(mut pieces: Vec<Bytes>) -> Bytes {
             }
             out.freeze()
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test(start_paused = true)]
+    async fn the_nearer_of_the_pause_and_the_deadline_is_waited_for() {
+        let idle = Duration::from_secs(60);
+        let now = Instant::now();
+        let check = |deadline_in: u64, expected: (u64, Limit)| {
+            let (wait, limit) = next_wait(now, idle, now + Duration::from_secs(deadline_in));
+            assert_eq!(
+                (wait.as_secs(), limit),
+                expected,
+                "deadline in {deadline_in}s"
+            );
+        };
+        check(300, (60, Limit::Idle));
+        check(61, (60, Limit::Idle));
+        check(60, (60, Limit::Total));
+        check(5, (5, Limit::Total));
+        // Past the deadline: no wait at all (a frame already there still
+        // counts, tokio polls the future once).
+        let (wait, limit) = next_wait(now + Duration::from_secs(10), idle, now);
+        assert_eq!((wait, limit), (Duration::ZERO, Limit::Total));
     }
 }

@@ -3,6 +3,8 @@
 //! *shown* is the frontend's business (V2 `{"error"}`, a Decthings RPC
 //! error, SageMaker's AWS shape): see [`crate::frontend`].
 
+use std::time::Duration;
+
 use bytes::Bytes;
 use http::{HeaderValue, Response, StatusCode, header};
 
@@ -61,6 +63,10 @@ pub enum GatewayError {
     ClientBody { detail: String },
     #[error("timed out waiting for the rest of the request body")]
     ClientTimeout,
+    #[error("the request body did not arrive within {}s", limit.as_secs_f64())]
+    BodyDeadline { limit: Duration },
+    #[error("all {limit} request slots stayed busy for {:.3}s; retry later", waited.as_secs_f64())]
+    Overloaded { limit: usize, waited: Duration },
     #[error("route \"{route}\": output \"{output}\": {source}")]
     OutputNotJson {
         route: String,
@@ -132,7 +138,7 @@ impl GatewayError {
             | ClientBody { .. }
             | OutputNotJson { .. }
             | InputNotJson { .. } => StatusCode::BAD_REQUEST,
-            ClientTimeout => StatusCode::REQUEST_TIMEOUT,
+            ClientTimeout | BodyDeadline { .. } => StatusCode::REQUEST_TIMEOUT,
             BodyTooLarge { .. } | HeaderTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
             UnsupportedEncoding { .. } => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             BackendRefused { .. }
@@ -142,9 +148,20 @@ impl GatewayError {
             | DecthingsOutput(_)
             | ResponseTooLarge { .. } => StatusCode::BAD_GATEWAY,
             BackendTimeout { .. } => StatusCode::GATEWAY_TIMEOUT,
-            ShuttingDown => StatusCode::SERVICE_UNAVAILABLE,
+            ShuttingDown | Overloaded { .. } => StatusCode::SERVICE_UNAVAILABLE,
             Internal { .. } => StatusCode::INTERNAL_SERVER_ERROR,
             SageMaker(e) => e.status(),
+        }
+    }
+
+    /// The `Retry-After` seconds a refusal for load carries (at least 1);
+    /// the gateway adds the header to whatever body the frontend renders.
+    pub fn retry_after(&self) -> Option<u64> {
+        match self {
+            GatewayError::Overloaded { waited, .. } => {
+                Some((waited.as_secs_f64().ceil() as u64).max(1))
+            }
+            _ => None,
         }
     }
 
@@ -278,6 +295,31 @@ mod tests {
         assert_eq!(resp.status(), StatusCode::UNSUPPORTED_MEDIA_TYPE);
         assert_eq!(resp.headers()["accept-encoding"], "gzip, deflate");
         assert_eq!(resp.headers()["content-type"], "application/json");
+    }
+
+    #[test]
+    fn overloaded_says_when_to_retry() {
+        let check = |waited_ms: u64, retry: u64| {
+            let e = GatewayError::Overloaded {
+                limit: 8,
+                waited: Duration::from_millis(waited_ms),
+            };
+            assert_eq!(e.status(), StatusCode::SERVICE_UNAVAILABLE);
+            assert_eq!(e.retry_after(), Some(retry));
+            e.to_string()
+        };
+        assert_eq!(
+            check(5000, 5),
+            "all 8 request slots stayed busy for 5.000s; retry later"
+        );
+        check(300, 1);
+        check(1200, 2);
+        let e = GatewayError::BodyDeadline {
+            limit: Duration::from_millis(1500),
+        };
+        assert_eq!(e.status(), StatusCode::REQUEST_TIMEOUT);
+        assert_eq!(e.to_string(), "the request body did not arrive within 1.5s");
+        assert_eq!(e.retry_after(), None);
     }
 
     #[test]

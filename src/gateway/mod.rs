@@ -14,6 +14,7 @@ pub mod error;
 pub mod headers;
 pub mod observe;
 pub mod passthrough;
+pub mod shed;
 pub mod upstream;
 
 use std::collections::BTreeMap;
@@ -43,6 +44,7 @@ pub struct Shared {
     pub config: Config,
     pub upstreams: BTreeMap<String, Upstream>,
     pub metrics: Metrics,
+    pub admission: shed::Admission,
     prefixes: dispatch::Prefixes,
 }
 
@@ -59,12 +61,17 @@ impl Gateway {
             .iter()
             .map(|(name, b)| (name.clone(), Upstream::new(b.clone())))
             .collect();
+        let admission = shed::Admission::new(
+            config.server.max_concurrent_requests,
+            config.server.queue_timeout,
+        );
         Gateway {
             shared: Arc::new(Shared {
                 prefixes: dispatch::Prefixes::new(&config),
                 config,
                 upstreams,
                 metrics,
+                admission,
             }),
         }
     }
@@ -93,7 +100,13 @@ impl Gateway {
         let resp = result.unwrap_or_else(|e| {
             obs.error(&e);
             tracing::debug!(error = %e, status = e.status().as_u16(), "request failed");
-            frontend.render_error(e, &obs)
+            let retry_after = e.retry_after();
+            let mut resp = frontend.render_error(e, &obs);
+            if let Some(seconds) = retry_after {
+                resp.headers_mut()
+                    .insert(http::header::RETRY_AFTER, seconds.into());
+            }
+            resp
         });
         obs.finish(resp)
     }
@@ -122,6 +135,11 @@ impl Gateway {
         req: Request<Incoming>,
         obs: &Observation,
     ) -> Result<Response<Body>, GatewayError> {
+        // SageMaker's health check is never shed: a ping refused under load
+        // would have the platform replace a busy, healthy container.
+        if endpoint != Endpoint::SageMakerPing {
+            obs.hold(self.shared.admission.admit().await?);
+        }
         match endpoint {
             Endpoint::Decthings { prefix } => {
                 if req.method() != http::Method::POST {

@@ -4,8 +4,8 @@
 
 use std::pin::Pin;
 use std::sync::Arc;
-use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Mutex, OnceLock};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
@@ -16,6 +16,7 @@ use http_body_util::BodyExt;
 
 use super::body::{Body, BoxError};
 use super::error::GatewayError;
+use super::shed::Slot;
 use crate::config::Route;
 use crate::metrics::Metrics;
 
@@ -80,6 +81,8 @@ struct Inner {
     totals: Totals,
     /// The request was counted and logged.
     completed: AtomicBool,
+    /// The request's admission slot, freed when the request completes.
+    slot: Mutex<Option<Slot>>,
 }
 
 #[derive(Debug)]
@@ -123,6 +126,7 @@ impl Observation {
                 bound: OnceLock::new(),
                 totals: Totals::default(),
                 completed: AtomicBool::new(false),
+                slot: Mutex::new(None),
             }),
         }
     }
@@ -138,6 +142,14 @@ impl Observation {
             let g = &self.inner.metrics.in_flight;
             g.with_label_values(&[NO_ROUTE]).dec();
             g.with_label_values(&[&route.name]).inc();
+        }
+    }
+
+    /// Keeps the request's admission slot until the request completes:
+    /// its reply body ended or was dropped, or the request was abandoned.
+    pub fn hold(&self, slot: Slot) {
+        if let Ok(mut held) = self.inner.slot.lock() {
+            *held = Some(slot);
         }
     }
 
@@ -329,6 +341,9 @@ impl Inner {
     fn complete(&self, status: u16, completed: bool) {
         if self.completed.swap(true, Ordering::Relaxed) {
             return;
+        }
+        if let Ok(mut held) = self.slot.lock() {
+            held.take();
         }
         let m = &self.metrics;
         let elapsed = self.started.elapsed();

@@ -148,6 +148,46 @@ backend = "b"
     )
 }
 
+/// A config with one default route to `backend` and these `[server]`
+/// keys (TOML lines).
+pub fn server_config(backend: &str, server_keys: &str) -> String {
+    format!(
+        r#"
+[server]
+{server_keys}
+[backends.b]
+url = "{backend}"
+request_timeout = "20s"
+connect_timeout = "1s"
+[[routes]]
+name = "r"
+default = true
+backend = "b"
+"#
+    )
+}
+
+/// Reads from `stream` until the peer closes it (end of stream or reset)
+/// or `limit` passes; returns how long after `since` it closed and every
+/// byte read, or `None` if it was still open at the limit.
+pub async fn until_closed(
+    stream: &mut tokio::net::TcpStream,
+    since: std::time::Instant,
+    limit: std::time::Duration,
+) -> Option<(std::time::Duration, Vec<u8>)> {
+    use tokio::io::AsyncReadExt;
+    let mut got = Vec::new();
+    let mut buf = [0u8; 4096];
+    let deadline = tokio::time::Instant::from_std(since + limit);
+    loop {
+        match tokio::time::timeout_at(deadline, stream.read(&mut buf)).await {
+            Err(_) => return None,
+            Ok(Ok(0)) | Ok(Err(_)) => return Some((since.elapsed(), got)),
+            Ok(Ok(n)) => got.extend_from_slice(&buf[..n]),
+        }
+    }
+}
+
 /// A full response.
 #[derive(Debug)]
 pub struct Got {

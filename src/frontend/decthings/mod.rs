@@ -90,7 +90,7 @@ pub async fn evaluate<R: Routes>(
         body,
         "decthings",
         body_limit(config),
-        config.server.body_read_timeout,
+        (&config.server).into(),
     )?;
     let bytes = body.collect(None).await?;
     let started = Instant::now();

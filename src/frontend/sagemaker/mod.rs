@@ -78,7 +78,7 @@ pub async fn invoke<R: Routes>(
         // Records stream through in batches: the total is not held, so it
         // is bounded only for formats read whole (JSON, in the decoder).
         u64::MAX,
-        config.server.body_read_timeout,
+        (&config.server).into(),
     )?;
     let job = Job {
         route: route.clone(),

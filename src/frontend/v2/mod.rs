@@ -41,7 +41,7 @@ pub async fn infer(
         body,
         &route.name,
         route.limits.max_body_bytes,
-        server.body_read_timeout,
+        server.into(),
     )?;
     let framing = ClientFraming::of(route, &parts.headers)?;
     let headers = forwarded_headers(&parts.headers);

@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# The dependency policy of deny.toml: allowed licenses, no registry but the
+# default one, no git sources, duplicate versions shown as warnings.
+#
+#   bash scripts/deny.sh
+#
+# Installs cargo-deny (pinned version, `cargo install --locked`) when it is
+# missing; the installed binary stays in cargo's bin folder for later runs.
+# The check itself reads only Cargo.lock and the local registry cache: it
+# needs no network (advisories, which would, are not checked).
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+VERSION=0.20.2
+
+if ! cargo deny --version 2>/dev/null | grep -q " $VERSION\$"; then
+  echo "installing cargo-deny $VERSION (a few minutes, once)" >&2
+  cargo install --locked "cargo-deny@$VERSION"
+fi
+cargo deny --frozen check bans licenses sources

@@ -1,0 +1,125 @@
+//! The admin port: `/healthz`, `/readyz` (503 from the shutdown signal
+//! on), `/metrics`. HTTP/1 only, at most [`MAX_CONNECTIONS`] connections,
+//! each closed if it sends no request head within the handshake timeout;
+//! accept errors back off like the data port's. Never touches the data
+//! path.
+
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::{Request, Response, StatusCode, header};
+use hyper::body::Incoming;
+use hyper::service::service_fn;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use tokio::net::TcpListener;
+use tokio::sync::{Semaphore, watch};
+use tokio::task::JoinSet;
+
+use super::accept::{Backoff, admit};
+use super::conn::until_true;
+use crate::gateway::body::{Body, full};
+use crate::metrics::Metrics;
+
+/// Admin connections open at once: enough for probes and scrapers, few
+/// enough that the admin port cannot exhaust descriptors the data port
+/// needs.
+pub const MAX_CONNECTIONS: usize = 32;
+
+/// How long admin connections may finish once the data port is done.
+const CLOSE_GRACE: Duration = Duration::from_secs(1);
+
+/// What the admin endpoints report.
+#[derive(Clone, Debug)]
+pub struct AdminState {
+    pub ready: Arc<AtomicBool>,
+    pub metrics: Metrics,
+}
+
+/// Serves the admin port until `stop` turns true.
+pub async fn serve(
+    listener: TcpListener,
+    state: AdminState,
+    head_timeout: Duration,
+    mut stop: watch::Receiver<bool>,
+) {
+    let mut builder = hyper::server::conn::http1::Builder::new();
+    builder
+        .timer(TokioTimer::new())
+        .header_read_timeout(head_timeout);
+    let (drain_tx, drain) = watch::channel(false);
+    let slots = Arc::new(Semaphore::new(MAX_CONNECTIONS));
+    let mut conns = JoinSet::new();
+    let mut backoff = Backoff::default();
+    loop {
+        tokio::select! {
+            () = super::until_stopped(&mut stop) => break,
+            Some(_) = conns.join_next(), if !conns.is_empty() => {}
+            (permit, stream) = admit(&listener, &slots, &mut backoff, "admin") => {
+                let state = state.clone();
+                let svc = service_fn(move |req| {
+                    let resp = respond(&req, &state);
+                    async move { Ok::<_, Infallible>(resp) }
+                });
+                let conn = builder.serve_connection(TokioIo::new(stream), svc);
+                let mut drain = drain.clone();
+                conns.spawn(async move {
+                    let mut conn = std::pin::pin!(conn);
+                    tokio::select! {
+                        _ = conn.as_mut() => {}
+                        () = until_true(&mut drain) => {
+                            conn.as_mut().graceful_shutdown();
+                            let _ = conn.await;
+                        }
+                    }
+                    drop(permit);
+                });
+            }
+        }
+    }
+    drop(listener);
+    let _ = drain_tx.send(true);
+    let closed = tokio::time::timeout(CLOSE_GRACE, async {
+        while conns.join_next().await.is_some() {}
+    })
+    .await;
+    if closed.is_err() {
+        conns.abort_all();
+        while conns.join_next().await.is_some() {}
+    }
+}
+
+fn respond(req: &Request<Incoming>, state: &AdminState) -> Response<Body> {
+    if req.uri().path() == "/metrics" {
+        let mut resp = Response::new(full(state.metrics.encode()));
+        resp.headers_mut().insert(
+            header::CONTENT_TYPE,
+            header::HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"),
+        );
+        return resp;
+    }
+    let (status, body): (StatusCode, Bytes) = match req.uri().path() {
+        "/healthz" => (StatusCode::OK, Bytes::from_static(b"{\"status\":\"ok\"}")),
+        "/readyz" if state.ready.load(Ordering::SeqCst) => (
+            StatusCode::OK,
+            Bytes::from_static(b"{\"status\":\"ready\"}"),
+        ),
+        "/readyz" => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            Bytes::from_static(b"{\"status\":\"draining\"}"),
+        ),
+        _ => (
+            StatusCode::NOT_FOUND,
+            Bytes::from_static(b"{\"error\":\"not found\"}"),
+        ),
+    };
+    let mut resp = Response::new(full(body));
+    *resp.status_mut() = status;
+    resp.headers_mut().insert(
+        header::CONTENT_TYPE,
+        header::HeaderValue::from_static("application/json"),
+    );
+    resp
+}

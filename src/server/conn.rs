@@ -1,0 +1,210 @@
+//! One client connection's lifetime around hyper: closed if it has not
+//! completed its handshake within `handshake_timeout`; an HTTP/2
+//! connection with no request in progress for `header_read_timeout` is
+//! closed gracefully (GOAWAY), as an idle HTTP/1 keep-alive connection is
+//! by hyper's header timer; closed gracefully when the server drains.
+//! Aborting is the caller's (the task set). Never looks at requests.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::time::Duration;
+
+use tokio::sync::watch;
+use tokio::time::{Instant, sleep_until};
+
+use super::sniff::Verdict;
+
+/// What the connection's reader and service have seen, shared with its
+/// driver.
+#[derive(Debug)]
+pub struct ConnState {
+    opened: Instant,
+    http2: AtomicBool,
+    handshaken: AtomicBool,
+    /// Requests started and not yet finished (reply body ended or dropped).
+    active: AtomicUsize,
+    /// Milliseconds after `opened` at which a request last started or ended.
+    last_active_ms: AtomicU64,
+}
+
+impl ConnState {
+    pub fn new() -> Arc<ConnState> {
+        Arc::new(ConnState {
+            opened: Instant::now(),
+            http2: AtomicBool::new(false),
+            handshaken: AtomicBool::new(false),
+            active: AtomicUsize::new(0),
+            last_active_ms: AtomicU64::new(0),
+        })
+    }
+
+    /// Takes what the first bytes said.
+    pub fn sniffed(&self, verdict: Verdict) {
+        if let Verdict::Http2 { handshaken } = verdict {
+            self.http2.store(true, Ordering::Relaxed);
+            if handshaken {
+                self.handshaken.store(true, Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// A request head has been parsed: for HTTP/1 that completes the
+    /// handshake.
+    pub fn request_started(&self) {
+        self.handshaken.store(true, Ordering::Relaxed);
+        self.active.fetch_add(1, Ordering::Relaxed);
+        self.touch();
+    }
+
+    pub fn request_ended(&self) {
+        self.active.fetch_sub(1, Ordering::Relaxed);
+        self.touch();
+    }
+
+    pub fn handshaken(&self) -> bool {
+        self.handshaken.load(Ordering::Relaxed)
+    }
+
+    fn touch(&self) {
+        let ms = self.opened.elapsed().as_millis();
+        self.last_active_ms
+            .store(u64::try_from(ms).unwrap_or(u64::MAX), Ordering::Relaxed);
+    }
+
+    /// When an idle HTTP/2 connection is due to be closed, as of `now`.
+    fn idle_check(&self, limit: Duration, now: Instant) -> Idle {
+        if !self.http2.load(Ordering::Relaxed) {
+            return if self.handshaken() {
+                Idle::NotHttp2
+            } else {
+                Idle::CheckAt(now + limit)
+            };
+        }
+        if self.active.load(Ordering::Relaxed) > 0 {
+            return Idle::CheckAt(now + limit);
+        }
+        let last = self.opened + Duration::from_millis(self.last_active_ms.load(Ordering::Relaxed));
+        if last + limit <= now {
+            Idle::Expired
+        } else {
+            Idle::CheckAt(last + limit)
+        }
+    }
+}
+
+/// Resolves once `flag` is true; never if its sender is dropped without
+/// setting it (the server is gone, and the runtime with it).
+pub async fn until_true(flag: &mut watch::Receiver<bool>) {
+    if flag.wait_for(|f| *f).await.is_err() {
+        std::future::pending::<()>().await;
+    }
+}
+
+#[derive(Debug, PartialEq, Eq)]
+enum Idle {
+    NotHttp2,
+    CheckAt(Instant),
+    Expired,
+}
+
+/// The connection's time limits.
+#[derive(Clone, Copy, Debug)]
+pub struct ConnLimits {
+    /// Until the first request head (HTTP/1) or preface and SETTINGS
+    /// (HTTP/2) has arrived.
+    pub handshake: Duration,
+    /// Longest time an HTTP/2 connection stays open with no request.
+    pub h2_idle: Duration,
+}
+
+/// Drives `conn` to its end under `limits`; `graceful` starts hyper's
+/// graceful shutdown of it. Returning early drops (closes) the connection.
+pub async fn drive<C, E, G>(
+    conn: C,
+    graceful: G,
+    state: &ConnState,
+    limits: ConnLimits,
+    mut drain: watch::Receiver<bool>,
+) where
+    C: Future<Output = Result<(), E>>,
+    E: std::fmt::Display,
+    G: Fn(Pin<&mut C>),
+{
+    let mut conn = std::pin::pin!(conn);
+    let handshake = sleep_until(state.opened + limits.handshake);
+    let idle = sleep_until(state.opened + limits.h2_idle);
+    let (mut handshake, mut idle) = (std::pin::pin!(handshake), std::pin::pin!(idle));
+    let (mut awaiting_handshake, mut watching_idle, mut draining) = (true, true, false);
+    loop {
+        tokio::select! {
+            ended = conn.as_mut() => {
+                if let Err(e) = ended {
+                    tracing::debug!(error = %e, "connection ended with an error");
+                }
+                return;
+            }
+            () = &mut handshake, if awaiting_handshake => {
+                if !state.handshaken() {
+                    tracing::debug!(limit = ?limits.handshake, "closing a connection that did not complete its handshake");
+                    return;
+                }
+                awaiting_handshake = false;
+            }
+            () = &mut idle, if watching_idle => match state.idle_check(limits.h2_idle, Instant::now()) {
+                Idle::NotHttp2 => watching_idle = false,
+                Idle::CheckAt(at) => idle.as_mut().reset(at),
+                Idle::Expired => {
+                    tracing::debug!(limit = ?limits.h2_idle, "closing an idle HTTP/2 connection");
+                    graceful(conn.as_mut());
+                    watching_idle = false;
+                }
+            },
+            () = until_true(&mut drain), if !draining => {
+                graceful(conn.as_mut());
+                draining = true;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const LIMIT: Duration = Duration::from_secs(10);
+
+    #[tokio::test(start_paused = true)]
+    async fn idle_http2_connections_expire_from_their_last_request() {
+        let s = ConnState::new();
+        let t0 = s.opened;
+        // Undecided: look again later.
+        assert_eq!(
+            s.idle_check(LIMIT, t0 + LIMIT),
+            Idle::CheckAt(t0 + 2 * LIMIT)
+        );
+        s.sniffed(Verdict::Http2 { handshaken: true });
+        assert!(s.handshaken());
+        tokio::time::advance(Duration::from_secs(3)).await;
+        s.request_started();
+        // A request in progress keeps it open however long it takes.
+        let late = t0 + 5 * LIMIT;
+        assert_eq!(s.idle_check(LIMIT, late), Idle::CheckAt(late + LIMIT));
+        tokio::time::advance(Duration::from_secs(4)).await;
+        s.request_ended();
+        let ended = t0 + Duration::from_secs(7);
+        assert_eq!(s.idle_check(LIMIT, ended), Idle::CheckAt(ended + LIMIT));
+        assert_eq!(s.idle_check(LIMIT, ended + LIMIT), Idle::Expired);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn http1_connections_are_left_to_hyper() {
+        let s = ConnState::new();
+        s.sniffed(Verdict::Http1);
+        assert!(!s.handshaken());
+        s.request_started();
+        assert!(s.handshaken());
+        assert_eq!(s.idle_check(LIMIT, s.opened + LIMIT), Idle::NotHttp2);
+    }
+}

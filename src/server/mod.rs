@@ -1,0 +1,113 @@
+//! Listeners and lifecycle: the data port (the gateway), the admin port
+//! (`/healthz`, `/readyz`, `/metrics`), and what bounds each client
+//! connection before and between requests — the connection cap, the
+//! handshake and idle limits, accept backoff — and the shutdown order
+//! (see [`data`]). Request admission and bodies are the gateway's; this
+//! module never reads a request past its head.
+
+mod accept;
+mod admin;
+mod conn;
+mod data;
+mod io;
+mod sniff;
+mod tracked;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+use crate::config::Config;
+use crate::gateway::Gateway;
+use crate::metrics::Metrics;
+
+pub use admin::MAX_CONNECTIONS as ADMIN_MAX_CONNECTIONS;
+
+/// A running gateway.
+#[derive(Debug)]
+pub struct Running {
+    pub data_addr: SocketAddr,
+    pub admin_addr: SocketAddr,
+    stop: watch::Sender<bool>,
+    task: JoinHandle<()>,
+}
+
+impl Running {
+    /// Starts the shutdown (drain delay, then drain within the grace
+    /// period) and waits for it to finish.
+    pub async fn shutdown(self) {
+        let _ = self.stop.send(true);
+        let _ = self.task.await;
+    }
+
+    /// Waits until the server stops (after a shutdown was triggered).
+    pub async fn wait(self) {
+        let _ = self.task.await;
+    }
+
+    /// A handle that triggers shutdown.
+    pub fn stopper(&self) -> watch::Sender<bool> {
+        self.stop.clone()
+    }
+}
+
+/// Binds the configured addresses and starts serving.
+pub async fn start(config: Config) -> std::io::Result<Running> {
+    let data = TcpListener::bind(config.server.listen).await?;
+    let admin = TcpListener::bind(config.server.admin_listen).await?;
+    start_on(config, data, admin)
+}
+
+/// Starts serving on listeners the caller bound (tests bind port 0).
+pub fn start_on(config: Config, data: TcpListener, admin: TcpListener) -> std::io::Result<Running> {
+    let metrics = Metrics::new().map_err(std::io::Error::other)?;
+    start_with_metrics(config, data, admin, metrics)
+}
+
+/// Starts serving with metrics registered by the caller.
+pub fn start_with_metrics(
+    config: Config,
+    data: TcpListener,
+    admin: TcpListener,
+    metrics: Metrics,
+) -> std::io::Result<Running> {
+    let data_addr = data.local_addr()?;
+    let admin_addr = admin.local_addr()?;
+    let (stop, stopped) = watch::channel(false);
+    let (admin_stop, admin_stopped) = watch::channel(false);
+    let ready = Arc::new(AtomicBool::new(true));
+    let head_timeout = config.server.handshake_timeout;
+    metrics.init_series(&config);
+    let gateway = Gateway::new(config, metrics.clone());
+    let state = admin::AdminState {
+        ready: ready.clone(),
+        metrics,
+    };
+    let admin_task = tokio::spawn(admin::serve(admin, state, head_timeout, admin_stopped));
+    let task = tokio::spawn(async move {
+        data::serve(data, gateway, stopped, ready).await;
+        // The admin port answers (readyz 503) until the data port is done.
+        let _ = admin_stop.send(true);
+        let _ = admin_task.await;
+    });
+    tracing::info!(%data_addr, %admin_addr, "tensorgate listening");
+    Ok(Running {
+        data_addr,
+        admin_addr,
+        stop,
+        task,
+    })
+}
+
+/// Resolves once shutdown has been requested (or the sender is gone).
+async fn until_stopped(rx: &mut watch::Receiver<bool>) {
+    while !*rx.borrow_and_update() {
+        if rx.changed().await.is_err() {
+            return;
+        }
+    }
+}
