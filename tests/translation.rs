@@ -540,4 +540,13 @@ async fn http2_cleartext_clients() {
     let body = resp.into_body().collect().await.unwrap().to_bytes();
     let v: Value = serde_json::from_slice(&body).unwrap();
     assert_eq!(v["outputs"][0]["data"], json!([9]));
+    // Passthrough over HTTP/2 too: the backend gets HTTP/1.1.
+    let req = http::Request::get(format!("http://{}/v2/models/identity", gw.data_addr))
+        .body(http_body_util::Full::new(Bytes::new()))
+        .unwrap();
+    let resp = client.request(req).await.unwrap();
+    assert_eq!(resp.status(), 200);
+    let body = resp.into_body().collect().await.unwrap().to_bytes();
+    let v: Value = serde_json::from_slice(&body).unwrap();
+    assert_eq!(v["name"], json!("identity"));
 }

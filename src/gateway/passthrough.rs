@@ -27,6 +27,8 @@ pub async fn forward(
     parts.headers.remove(header::HOST);
     let path = parts.uri.path_and_query().map_or("/", |p| p.as_str());
     parts.uri = upstream.uri_for(path);
+    // The backend client speaks HTTP/1.1, whatever the client spoke.
+    parts.version = http::Version::HTTP_11;
     let body = obs
         .forwarded_request(Limited::new(body, max_body as usize))
         .boxed_unsync();

@@ -10,7 +10,8 @@
 //! Mapping: unknown model → `model_not_found` (`snapshot_not_found` when a
 //! snapshot was named); a rule violation or an unusable parameter →
 //! `invalid_parameter` naming it; too large a body → `quota_exceeded`; the
-//! gateway shedding load → `too_many_requests`; the backend refusing valid
+//! gateway shedding load (no request slot within `queue_timeout`) →
+//! `too_many_requests`; the backend refusing valid
 //! input → failed `exception` with the backend's message; the backend not
 //! answering in time → failed `server_overloaded` (it was there but too
 //! busy to finish); the backend unreachable, resetting or answering
@@ -48,6 +49,7 @@ pub fn render(e: GatewayError, obs: &Observation) -> Response<Body> {
         }
         GatewayError::BadInput { input, .. } => invalid_parameter(&input, &message),
         GatewayError::BodyTooLarge { .. } => error(json!({"code": "quota_exceeded"}), &message),
+        GatewayError::Overloaded { .. } => error(json!({"code": "too_many_requests"}), &message),
         GatewayError::BackendFailed { message: m, .. } => failed(
             obs,
             json!({"code": "exception", "at": "evaluate", "exceptionDetails": m}),
