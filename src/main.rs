@@ -7,6 +7,7 @@ use std::process::ExitCode;
 use clap::Parser;
 use tensorgate::cli::{Cli, Command, LogFormat, ServeArgs, debug};
 use tensorgate::config::{self, Config, DEFAULT_ADMIN_LISTEN, DEFAULT_LISTEN};
+use tensorgate::gateway::access;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -36,10 +37,20 @@ fn init_logging(format: LogFormat) {
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr);
-    match format {
-        LogFormat::Json => builder.json().flatten_event(true).init(),
-        LogFormat::Pretty => builder.compact().init(),
-    }
+    let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
+    let access = match format {
+        LogFormat::Json => {
+            builder.json().flatten_event(true).init();
+            access::Format::Json
+        }
+        LogFormat::Pretty => {
+            builder.compact().with_ansi(ansi).init();
+            access::Format::Text
+        }
+    };
+    // Access-log lines bypass `tracing` (their formatting was the largest
+    // cost of a proxied request) and go through their own writer thread.
+    access::install(access, Box::new(std::io::stderr()));
 }
 
 fn check_config(file: &std::path::Path) -> ExitCode {
@@ -153,6 +164,7 @@ async fn run(args: ServeArgs) -> Result<(), String> {
         let _ = stop.send(true);
     });
     running.wait().await;
+    access::flush(std::time::Duration::from_secs(2));
     if let Some(demo) = demo {
         let _ = demo.shutdown().await;
     }

@@ -40,6 +40,8 @@ pub struct Metrics {
     pub rule_violations: IntCounterVec,
     pub upstream_errors: IntCounterVec,
     pub in_flight: IntGaugeVec,
+    /// Access-log lines dropped because the writer fell behind.
+    pub access_log_dropped: prometheus::IntCounter,
 }
 
 fn counter(
@@ -155,6 +157,14 @@ impl Metrics {
                 &["backend", "kind"],
             )?,
             in_flight,
+            access_log_dropped: {
+                let c = prometheus::IntCounter::new(
+                    "tensorgate_access_log_dropped_total",
+                    "Access-log lines dropped because the log writer fell behind (never waited for).",
+                )?;
+                r.register(Box::new(c.clone()))?;
+                c
+            },
         })
     }
 

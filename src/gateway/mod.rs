@@ -5,6 +5,7 @@
 //! Everything that is not inference is passed through ([`passthrough`]).
 //! This is the only layer that knows hyper; codecs below it never do I/O.
 
+pub mod access;
 pub mod body;
 pub mod client_body;
 pub mod core;

@@ -358,26 +358,56 @@ impl Inner {
             .with_label_values(&[route, self.kind])
             .observe(elapsed.as_secs_f64());
         let t = &self.totals;
-        tracing::info!(
-            target: "tensorgate::access",
-            request_id = self.request_id.to_str().unwrap_or(""),
-            kind = self.kind,
-            method = %self.method,
-            path = %self.path,
+        if !tracing::enabled!(target: "tensorgate::access", tracing::Level::INFO) {
+            return;
+        }
+        let record = super::access::Record {
+            request_id: self.request_id.to_str().unwrap_or(""),
+            kind: self.kind,
+            method: self.method.as_str(),
+            path: &self.path,
             route,
             model,
             status,
             completed,
-            client_bytes_in = t.client_in.load(Ordering::Relaxed),
-            backend_bytes_out = t.backend_out.load(Ordering::Relaxed),
-            backend_bytes_in = t.backend_in.load(Ordering::Relaxed),
-            client_bytes_out = t.client_out.load(Ordering::Relaxed),
-            upstream_first_byte_ms = t.first_byte_us.load(Ordering::Relaxed) as f64 / 1000.0,
-            upstream_total_ms = t.upstream_total_us.load(Ordering::Relaxed) as f64 / 1000.0,
-            duration_ms = elapsed.as_secs_f64() * 1000.0,
-            "request"
-        );
+            client_bytes_in: t.client_in.load(Ordering::Relaxed),
+            backend_bytes_out: t.backend_out.load(Ordering::Relaxed),
+            backend_bytes_in: t.backend_in.load(Ordering::Relaxed),
+            client_bytes_out: t.client_out.load(Ordering::Relaxed),
+            upstream_first_byte_us: t.first_byte_us.load(Ordering::Relaxed),
+            upstream_total_us: t.upstream_total_us.load(Ordering::Relaxed),
+            duration_us: u64::try_from(elapsed.as_micros()).unwrap_or(u64::MAX),
+        };
+        match super::access::write(&record) {
+            super::access::Outcome::Queued => {}
+            super::access::Outcome::Dropped => m.access_log_dropped.inc(),
+            super::access::Outcome::NotInstalled => trace_access(&record),
+        }
     }
+}
+
+/// The access line as a `tracing` event, when no access-log writer is
+/// installed (library users, tests capturing `tracing` output).
+fn trace_access(r: &super::access::Record<'_>) {
+    tracing::info!(
+        target: "tensorgate::access",
+        request_id = r.request_id,
+        kind = r.kind,
+        method = r.method,
+        path = r.path,
+        route = r.route,
+        model = r.model,
+        status = r.status,
+        completed = r.completed,
+        client_bytes_in = r.client_bytes_in,
+        backend_bytes_out = r.backend_bytes_out,
+        backend_bytes_in = r.backend_bytes_in,
+        client_bytes_out = r.client_bytes_out,
+        upstream_first_byte_ms = r.upstream_first_byte_us as f64 / 1000.0,
+        upstream_total_ms = r.upstream_total_us as f64 / 1000.0,
+        duration_ms = r.duration_us as f64 / 1000.0,
+        "request"
+    );
 }
 
 /// A request whose handler was dropped before any response existed (the
