@@ -9,6 +9,11 @@ use tensorgate::cli::{Cli, Command, LogFormat, ServeArgs, debug};
 use tensorgate::config::{self, Config, DEFAULT_ADMIN_LISTEN, DEFAULT_LISTEN};
 use tensorgate::gateway::access;
 
+/// mimalloc: per-thread free lists, no arena lock on the request path
+/// (measured with scripts/bench-proxy.sh; see docs/PERFORMANCE.md).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {

@@ -5,8 +5,12 @@
 //! fixed set (code, kind, side, direction, phase, rule): request data never
 //! creates a label value, so cardinality is bounded by the configuration.
 
+use std::collections::HashMap;
+use std::sync::{Arc, OnceLock, RwLock};
+
 use prometheus::{
-    Encoder, HistogramOpts, HistogramVec, IntCounterVec, IntGaugeVec, Opts, Registry, TextEncoder,
+    Encoder, Histogram, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge,
+    IntGaugeVec, Opts, Registry, TextEncoder,
 };
 
 /// Latency buckets in seconds: from half a millisecond (a cached small
@@ -26,9 +30,51 @@ pub const TRANSLATION_BUCKETS: &[f64] = &[
 /// The `kind` values of `tensorgate_upstream_errors_total`.
 pub const UPSTREAM_ERROR_KINDS: [&str; 5] = ["refused", "timeout", "reset", "invalid", "5xx"];
 
+/// The `kind` label values: one per frontend.
+pub const KINDS: [&str; 3] = ["v2", "decthings", "sagemaker"];
+
+/// One route's series, resolved once: looking a series up by its labels
+/// hashes them and takes a lock, which the request path did a dozen times
+/// per request (and once per reply frame).
+#[derive(Debug)]
+pub struct RouteMetrics {
+    pub in_flight: IntGauge,
+    pub client_in: IntCounter,
+    pub backend_out: IntCounter,
+    pub backend_in: IntCounter,
+    pub client_out: IntCounter,
+    /// Upstream latency to the route's backend (none for `_none`).
+    pub first_byte: Option<Histogram>,
+    pub upstream_total: Option<Histogram>,
+    /// Request duration per kind, in [`KINDS`] order, made on first use (a
+    /// route no frontend of a kind reaches shows no series for it).
+    duration: [OnceLock<Histogram>; KINDS.len()],
+    request_duration: HistogramVec,
+    route: String,
+}
+
+impl RouteMetrics {
+    /// The request-duration series of this route for `kind`.
+    pub fn duration(&self, kind: usize) -> &Histogram {
+        let kind = kind.min(KINDS.len() - 1);
+        self.duration[kind].get_or_init(|| {
+            self.request_duration
+                .with_label_values(&[&self.route, KINDS[kind]])
+        })
+    }
+}
+
+/// The index of a `kind` label value in [`KINDS`] (unknown kinds count as
+/// the first).
+pub fn kind_index(kind: &str) -> usize {
+    KINDS.iter().position(|k| *k == kind).unwrap_or(0)
+}
+
 /// Every metric the gateway exports.
 #[derive(Clone, Debug)]
 pub struct Metrics {
+    /// Resolved series per route name.
+    routes: Arc<RwLock<HashMap<String, Arc<RouteMetrics>>>>,
     registry: Registry,
     pub requests: IntCounterVec,
     pub request_duration: HistogramVec,
@@ -98,6 +144,7 @@ impl Metrics {
         )?;
         r.register(Box::new(in_flight.clone()))?;
         Ok(Metrics {
+            routes: Arc::default(),
             registry: registry.clone(),
             requests: counter(
                 r,
@@ -179,6 +226,43 @@ impl Metrics {
         for route in &config.routes {
             self.in_flight.with_label_values(&[&route.name]);
         }
+    }
+
+    /// The resolved series of `route` (whose backend is `backend`), made on
+    /// first use and kept.
+    pub fn route(&self, route: &str, backend: Option<&str>) -> Arc<RouteMetrics> {
+        if let Some(rm) = self
+            .routes
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(route)
+        {
+            return rm.clone();
+        }
+        let rm = Arc::new(RouteMetrics {
+            in_flight: self.in_flight.with_label_values(&[route]),
+            client_in: self.request_bytes.with_label_values(&[route, "client"]),
+            backend_out: self.request_bytes.with_label_values(&[route, "backend"]),
+            backend_in: self.response_bytes.with_label_values(&[route, "backend"]),
+            client_out: self.response_bytes.with_label_values(&[route, "client"]),
+            first_byte: backend.map(|b| {
+                self.upstream_duration
+                    .with_label_values(&[route, b, "first_byte"])
+            }),
+            upstream_total: backend.map(|b| {
+                self.upstream_duration
+                    .with_label_values(&[route, b, "total"])
+            }),
+            duration: Default::default(),
+            request_duration: self.request_duration.clone(),
+            route: route.to_owned(),
+        });
+        self.routes
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .entry(route.to_owned())
+            .or_insert(rm)
+            .clone()
     }
 
     /// A fresh registry with every metric registered.

@@ -128,8 +128,8 @@ pub fn classify(
 }
 
 /// SageMaker's container and runtime paths (any method: each serves one).
-fn sagemaker(segments: &[String]) -> Option<Endpoint> {
-    let segs: Vec<&str> = segments.iter().map(String::as_str).collect();
+fn sagemaker<S: AsRef<str>>(segments: &[S]) -> Option<Endpoint> {
+    let segs: Vec<&str> = segments.iter().map(AsRef::as_ref).collect();
     Some(match segs.as_slice() {
         ["ping"] => Endpoint::SageMakerPing,
         ["invocations"] => Endpoint::SageMaker(SageMakerTarget::Invocations),

@@ -17,7 +17,15 @@ const HOP_BY_HOP: [HeaderName; 8] = [
 ];
 
 /// Removes hop-by-hop headers, including any the `Connection` header names.
+/// Most messages carry none: one pass over the names decides, without a
+/// hash lookup per hop-by-hop name.
 pub fn strip_hop_by_hop(headers: &mut HeaderMap) {
+    let any = headers
+        .keys()
+        .any(|k| HOP_BY_HOP.contains(k) || k.as_str() == "proxy-connection");
+    if !any {
+        return;
+    }
     let named: Vec<HeaderName> = headers
         .get_all(header::CONNECTION)
         .iter()

@@ -18,43 +18,60 @@ use super::body::{Body, BoxError};
 use super::error::GatewayError;
 use super::shed::Slot;
 use crate::config::Route;
-use crate::metrics::Metrics;
+use crate::metrics::{Metrics, RouteMetrics};
 
 /// The request id header, taken from the client or generated.
 pub const REQUEST_ID: &str = "x-request-id";
 
+static REQUEST_ID_HEADER: http::HeaderName = http::HeaderName::from_static(REQUEST_ID);
+
 /// Returns the client's request id, or sets a new one.
 pub fn ensure_request_id(headers: &mut HeaderMap) -> HeaderValue {
-    if let Some(v) = headers.get(REQUEST_ID)
+    if let Some(v) = headers.get(&REQUEST_ID_HEADER)
         && !v.is_empty()
         && v.len() <= 200
     {
         return v.clone();
     }
-    let id = HeaderValue::from_str(&new_request_id()).unwrap_or(HeaderValue::from_static("0"));
-    headers.insert(REQUEST_ID, id.clone());
+    let id = new_request_id();
+    headers.insert(REQUEST_ID_HEADER.clone(), id.clone());
     id
 }
 
-/// 32 hex digits, unique per process run: time, a counter and the pid mixed
-/// through SipHash with a per-process random key.
-fn new_request_id() -> String {
+/// 32 hex digits, unique per process run and not guessable across runs: a
+/// counter mixed (a bijection, so no two ids of a run collide) with two
+/// per-process random keys.
+fn new_request_id() -> HeaderValue {
     use std::hash::{BuildHasher, Hasher};
     static COUNTER: AtomicU64 = AtomicU64::new(0);
-    static KEYS: std::sync::OnceLock<std::collections::hash_map::RandomState> =
-        std::sync::OnceLock::new();
-    let keys = KEYS.get_or_init(std::collections::hash_map::RandomState::new);
+    static KEYS: std::sync::OnceLock<(u64, u64)> = std::sync::OnceLock::new();
+    let (k1, k2) = *KEYS.get_or_init(|| {
+        let random = std::collections::hash_map::RandomState::new();
+        let mut h = random.build_hasher();
+        h.write_u32(std::process::id());
+        let a = h.finish();
+        h.write_u64(a);
+        (a, h.finish())
+    });
     let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos() as u64);
-    let mut a = keys.build_hasher();
-    a.write_u64(n);
-    a.write_u64(nanos);
-    let mut b = keys.build_hasher();
-    b.write_u64(a.finish());
-    b.write_u32(std::process::id());
-    format!("{:016x}{:016x}", a.finish(), b.finish())
+    let mut text = [0u8; 32];
+    hex(&mut text[..16], mix(n ^ k1));
+    hex(&mut text[16..], mix(n.wrapping_add(k2)));
+    HeaderValue::from_bytes(&text).unwrap_or(HeaderValue::from_static("0"))
+}
+
+/// splitmix64's finaliser: a bijection on u64 that scrambles every bit.
+fn mix(mut z: u64) -> u64 {
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+fn hex(out: &mut [u8], v: u64) {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    for (i, b) in out.iter_mut().enumerate() {
+        *b = DIGITS[(v >> (60 - 4 * i) & 15) as usize];
+    }
 }
 
 #[derive(Debug, Default)]
@@ -70,6 +87,8 @@ struct Totals {
 #[derive(Debug)]
 struct Inner {
     metrics: Metrics,
+    /// The series of requests no route serves (until bound).
+    unbound: Arc<RouteMetrics>,
     /// The frontend: `v2`, `decthings`, `sagemaker`.
     kind: &'static str,
     started: Instant,
@@ -89,6 +108,7 @@ struct Inner {
 struct Bound {
     route: Arc<Route>,
     model: String,
+    metrics: Arc<RouteMetrics>,
 }
 
 /// Records one exchange. Cheap to clone.
@@ -114,10 +134,10 @@ impl Observation {
     /// Starts observing a request; it counts as in flight under
     /// [`NO_ROUTE`] until [`Observation::bind`] names its route.
     pub fn start(s: Start<'_>) -> Observation {
-        s.metrics.in_flight.with_label_values(&[NO_ROUTE]).inc();
-        Observation {
+        let obs = Observation {
             inner: Arc::new(Inner {
                 metrics: s.metrics.clone(),
+                unbound: s.metrics.route(NO_ROUTE, None),
                 kind: s.kind,
                 started: Instant::now(),
                 request_id: s.request_id,
@@ -128,7 +148,9 @@ impl Observation {
                 completed: AtomicBool::new(false),
                 slot: Mutex::new(None),
             }),
-        }
+        };
+        obs.inner.unbound.in_flight.inc();
+        obs
     }
 
     /// Names the route (and model) serving this request. Only the first
@@ -137,11 +159,14 @@ impl Observation {
         let bound = Bound {
             route: route.clone(),
             model: model.to_owned(),
+            metrics: self
+                .inner
+                .metrics
+                .route(&route.name, Some(&route.backend.name)),
         };
         if self.inner.bound.set(bound).is_ok() {
-            let g = &self.inner.metrics.in_flight;
-            g.with_label_values(&[NO_ROUTE]).dec();
-            g.with_label_values(&[&route.name]).inc();
+            self.inner.unbound.in_flight.dec();
+            self.rm().in_flight.inc();
         }
     }
 
@@ -155,6 +180,11 @@ impl Observation {
 
     fn route(&self) -> &str {
         self.inner.bound.get().map_or(NO_ROUTE, |b| &b.route.name)
+    }
+
+    /// The series of the route bound so far.
+    fn rm(&self) -> &RouteMetrics {
+        self.inner.rm()
     }
 
     fn backend(&self) -> Option<&str> {
@@ -179,11 +209,7 @@ impl Observation {
 
     pub fn client_in(&self, n: u64) {
         self.inner.totals.client_in.fetch_add(n, Ordering::Relaxed);
-        self.inner
-            .metrics
-            .request_bytes
-            .with_label_values(&[self.route(), "client"])
-            .inc_by(n);
+        self.rm().client_in.inc_by(n);
     }
 
     pub fn backend_out(&self, n: u64) {
@@ -191,29 +217,17 @@ impl Observation {
             .totals
             .backend_out
             .fetch_add(n, Ordering::Relaxed);
-        self.inner
-            .metrics
-            .request_bytes
-            .with_label_values(&[self.route(), "backend"])
-            .inc_by(n);
+        self.rm().backend_out.inc_by(n);
     }
 
     fn backend_in(&self, n: u64) {
         self.inner.totals.backend_in.fetch_add(n, Ordering::Relaxed);
-        self.inner
-            .metrics
-            .response_bytes
-            .with_label_values(&[self.route(), "backend"])
-            .inc_by(n);
+        self.rm().backend_in.inc_by(n);
     }
 
     fn client_out(&self, n: u64) {
         self.inner.totals.client_out.fetch_add(n, Ordering::Relaxed);
-        self.inner
-            .metrics
-            .response_bytes
-            .with_label_values(&[self.route(), "client"])
-            .inc_by(n);
+        self.rm().client_out.inc_by(n);
     }
 
     /// Elements of translated tensors; direction `request` or `response`.
@@ -240,12 +254,8 @@ impl Observation {
             .totals
             .first_byte_us
             .store(d.as_micros() as u64, Ordering::Relaxed);
-        if let Some(b) = self.backend() {
-            self.inner
-                .metrics
-                .upstream_duration
-                .with_label_values(&[self.route(), b, "first_byte"])
-                .observe(d.as_secs_f64());
+        if let Some(h) = &self.rm().first_byte {
+            h.observe(d.as_secs_f64());
         }
     }
 
@@ -254,12 +264,8 @@ impl Observation {
             .totals
             .upstream_total_us
             .store(d.as_micros() as u64, Ordering::Relaxed);
-        if let Some(b) = self.backend() {
-            self.inner
-                .metrics
-                .upstream_duration
-                .with_label_values(&[self.route(), b, "total"])
-                .observe(d.as_secs_f64());
+        if let Some(h) = &self.rm().upstream_total {
+            h.observe(d.as_secs_f64());
         }
     }
 
@@ -338,6 +344,10 @@ impl Observation {
 }
 
 impl Inner {
+    fn rm(&self) -> &RouteMetrics {
+        self.bound.get().map_or(&self.unbound, |b| &b.metrics)
+    }
+
     fn complete(&self, status: u16, completed: bool) {
         if self.completed.swap(true, Ordering::Relaxed) {
             return;
@@ -350,12 +360,12 @@ impl Inner {
         let (route, model) = self.bound.get().map_or((NO_ROUTE, ""), |b| {
             (b.route.name.as_str(), b.model.as_str())
         });
-        m.in_flight.with_label_values(&[route]).dec();
+        let rm = self.rm();
+        rm.in_flight.dec();
         m.requests
             .with_label_values(&[route, self.kind, status_label(status)])
             .inc();
-        m.request_duration
-            .with_label_values(&[route, self.kind])
+        rm.duration(crate::metrics::kind_index(self.kind))
             .observe(elapsed.as_secs_f64());
         let t = &self.totals;
         if !tracing::enabled!(target: "tensorgate::access", tracing::Level::INFO) {
@@ -551,5 +561,28 @@ where
 
     fn size_hint(&self) -> http_body::SizeHint {
         self.inner.size_hint()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn request_ids_are_distinct_hex() {
+        let mut seen = std::collections::HashSet::new();
+        for _ in 0..100_000 {
+            let id = new_request_id();
+            let text = id.to_str().unwrap().to_owned();
+            assert_eq!(text.len(), 32);
+            assert!(
+                text.bytes()
+                    .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase())
+            );
+            assert!(seen.insert(text), "duplicate id");
+        }
+        let mut h = HeaderMap::new();
+        h.insert("x-request-id", HeaderValue::from_static("client-id"));
+        assert_eq!(ensure_request_id(&mut h), "client-id");
     }
 }

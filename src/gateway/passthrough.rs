@@ -25,8 +25,7 @@ pub async fn forward(
     check_declared_length(&parts.headers, route, max_body)?;
     strip_hop_by_hop(&mut parts.headers);
     parts.headers.remove(header::HOST);
-    let path = parts.uri.path_and_query().map_or("/", |p| p.as_str());
-    parts.uri = upstream.uri_for(path);
+    parts.uri = upstream.uri_for_client(&parts.uri);
     // The backend client speaks HTTP/1.1, whatever the client spoke.
     parts.version = http::Version::HTTP_11;
     let body = obs

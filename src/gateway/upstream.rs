@@ -24,6 +24,8 @@ pub struct Upstream {
     pub backend: Arc<Backend>,
     client: Client<HttpConnector, Body>,
     pub metadata: Arc<MetadataCache>,
+    /// `Host` for every request: the backend URL's authority.
+    host: http::HeaderValue,
 }
 
 impl Upstream {
@@ -38,10 +40,16 @@ impl Upstream {
             .pool_max_idle_per_host(backend.pool_max_idle_per_host)
             .build(connector);
         let metadata = Arc::new(MetadataCache::new(backend.metadata_ttl, METADATA_ENTRIES));
+        let host = backend
+            .url
+            .authority()
+            .and_then(|a| http::HeaderValue::from_str(a.as_str()).ok())
+            .unwrap_or(http::HeaderValue::from_static("localhost"));
         Upstream {
             backend,
             client,
             metadata,
+            host,
         }
     }
 
@@ -52,11 +60,33 @@ impl Upstream {
     /// The backend URI for a client's path and query: the backend URL's
     /// path is a prefix.
     pub fn uri_for(&self, path_and_query: &str) -> Uri {
+        let prefix = self.backend.url.path().trim_end_matches('/');
+        let joined = if prefix.is_empty() {
+            path_and_query.parse().ok()
+        } else {
+            format!("{prefix}{path_and_query}").parse().ok()
+        };
+        self.with_path(joined)
+    }
+
+    /// The backend URI for a client's own path and query: no copy or
+    /// re-parse when the backend URL has no path prefix (the common case).
+    pub fn uri_for_client(&self, client: &Uri) -> Uri {
+        match client.path_and_query() {
+            Some(pq) if self.backend.url.path().trim_end_matches('/').is_empty() => {
+                self.with_path(Some(pq.clone()))
+            }
+            Some(pq) => self.uri_for(pq.as_str()),
+            None => self.uri_for("/"),
+        }
+    }
+
+    fn with_path(&self, path_and_query: Option<http::uri::PathAndQuery>) -> Uri {
         let base = &self.backend.url;
-        let prefix = base.path().trim_end_matches('/');
-        let mut parts = base.clone().into_parts();
-        let joined = format!("{prefix}{path_and_query}");
-        parts.path_and_query = joined.parse().ok();
+        let mut parts = http::uri::Parts::default();
+        parts.scheme = base.scheme().cloned();
+        parts.authority = base.authority().cloned();
+        parts.path_and_query = path_and_query;
         Uri::from_parts(parts).unwrap_or_else(|_| base.clone())
     }
 
@@ -68,9 +98,14 @@ impl Upstream {
 
     pub async fn send_within(
         &self,
-        req: Request<Body>,
+        mut req: Request<Body>,
         limit: Duration,
     ) -> Result<Response<Incoming>, GatewayError> {
+        // The client would format the backend's `Host` for every request.
+        if !req.headers().contains_key(http::header::HOST) {
+            req.headers_mut()
+                .insert(http::header::HOST, self.host.clone());
+        }
         match tokio::time::timeout(limit, self.client.request(req)).await {
             Err(_) => Err(self.timeout(limit)),
             Ok(Ok(resp)) => Ok(resp),

@@ -8,6 +8,8 @@
 //! guessed at: an encoded `/` (`%2F`), `.` and `..` segments, and segments
 //! that do not decode to UTF-8. Used by the gateway and the demo backend.
 
+use std::borrow::Cow;
+
 /// A path could not be read safely.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum PathError {
@@ -19,15 +21,28 @@ pub enum PathError {
     NotUtf8 { segment: String },
 }
 
-/// Splits an absolute path into percent-decoded segments. `"/"` and `""`
-/// give no segments; a trailing `/` gives a last empty segment. Invalid
-/// escapes (`%zz`) are kept as they are, as backends do.
-pub fn split_path(path: &str) -> Result<Vec<String>, PathError> {
+/// Splits an absolute path into percent-decoded segments (borrowed from the
+/// path unless a segment holds an escape). `"/"` and `""` give no segments;
+/// a trailing `/` gives a last empty segment. Invalid escapes (`%zz`) are
+/// kept as they are, as backends do.
+pub fn split_path(path: &str) -> Result<Vec<Cow<'_, str>>, PathError> {
     let rest = path.strip_prefix('/').unwrap_or(path);
     if rest.is_empty() {
         return Ok(Vec::new());
     }
-    rest.split('/').map(decode_segment).collect()
+    rest.split('/').map(segment).collect()
+}
+
+fn segment(raw: &str) -> Result<Cow<'_, str>, PathError> {
+    if raw.contains('%') {
+        return decode_segment(raw).map(Cow::Owned);
+    }
+    if raw == "." || raw == ".." {
+        return Err(PathError::DotSegment {
+            segment: raw.to_owned(),
+        });
+    }
+    Ok(Cow::Borrowed(raw))
 }
 
 fn decode_segment(raw: &str) -> Result<String, PathError> {
@@ -159,8 +174,8 @@ pub enum V2Path {
 
 impl V2Path {
     /// Reads decoded segments (see [`split_path`]).
-    pub fn parse(segments: &[String]) -> V2Path {
-        let segs: Vec<&str> = segments.iter().map(String::as_str).collect();
+    pub fn parse<S: AsRef<str>>(segments: &[S]) -> V2Path {
+        let segs: Vec<&str> = segments.iter().map(AsRef::as_ref).collect();
         let ["v2", rest @ ..] = segs.as_slice() else {
             return V2Path::Other;
         };
