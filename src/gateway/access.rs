@@ -84,24 +84,33 @@ pub fn flush(timeout: Duration) {
     }
 }
 
+/// How often the writer wakes to write what was queued. The writer never
+/// blocks in the channel: a sender that found it waiting would wake it
+/// (a futex call and a context switch per request, measured), while this
+/// costs one wake-up per interval whatever the load.
+const WRITE_INTERVAL: Duration = Duration::from_millis(20);
+
 fn write_lines(rx: Receiver<Msg>, writer: Box<dyn Write + Send>) {
     let mut out = std::io::BufWriter::with_capacity(64 << 10, writer);
-    while let Ok(msg) = rx.recv() {
-        let mut next = Some(msg);
-        // Take whatever is queued, then flush once.
-        while let Some(msg) = next {
-            match msg {
-                Msg::Line(line) => {
+    loop {
+        loop {
+            match rx.try_recv() {
+                Ok(Msg::Line(line)) => {
                     let _ = out.write_all(&line);
                 }
-                Msg::Flush(ack) => {
+                Ok(Msg::Flush(ack)) => {
                     let _ = out.flush();
                     let _ = ack.send(());
                 }
+                Err(std::sync::mpsc::TryRecvError::Empty) => break,
+                Err(std::sync::mpsc::TryRecvError::Disconnected) => {
+                    let _ = out.flush();
+                    return;
+                }
             }
-            next = rx.try_recv().ok();
         }
         let _ = out.flush();
+        std::thread::sleep(WRITE_INTERVAL);
     }
 }
 
