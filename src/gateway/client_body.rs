@@ -137,7 +137,10 @@ impl ClientBody {
                     self.wire += data.len() as u64;
                     match self.decoder.as_mut() {
                         None => data,
-                        Some(d) => d.push(&data).map_err(|e| self.decode_error(e))?,
+                        Some(d) => d
+                            .push_yielding(data)
+                            .await
+                            .map_err(|e| self.decode_error(e))?,
                     }
                 }
             };

@@ -62,12 +62,16 @@ pub enum GatewayError {
         input: String,
         source: WriteError,
     },
-    #[error("backend \"{backend}\" refused the connection: {detail}")]
+    /// `detail` (the OS error) is for the log, never the client.
+    #[error("backend \"{backend}\" refused the connection")]
     BackendRefused { backend: String, detail: String },
     #[error("backend \"{backend}\" did not answer within {seconds:.3}s")]
     BackendTimeout { backend: String, seconds: f64 },
-    #[error("backend \"{backend}\" closed the connection: {detail}")]
+    /// `detail` (the OS or HTTP error) is for the log, never the client.
+    #[error("backend \"{backend}\" closed the connection")]
     BackendReset { backend: String, detail: String },
+    #[error("backend \"{backend}\" is busy: all {limit} of its connections are in use")]
+    BackendSaturated { backend: String, limit: usize },
     #[error("backend \"{backend}\" sent an invalid response: {source}")]
     BadBackendResponse {
         backend: String,
@@ -111,7 +115,7 @@ impl GatewayError {
             | OutputRule { .. }
             | ResponseTooLarge { .. } => StatusCode::BAD_GATEWAY,
             BackendTimeout { .. } => StatusCode::GATEWAY_TIMEOUT,
-            ShuttingDown => StatusCode::SERVICE_UNAVAILABLE,
+            BackendSaturated { .. } | ShuttingDown => StatusCode::SERVICE_UNAVAILABLE,
         }
     }
 
@@ -122,6 +126,7 @@ impl GatewayError {
             GatewayError::BackendRefused { .. } => Some("refused"),
             GatewayError::BackendTimeout { .. } => Some("timeout"),
             GatewayError::BackendReset { .. } => Some("reset"),
+            GatewayError::BackendSaturated { .. } => Some("saturated"),
             GatewayError::BadBackendResponse { .. } | GatewayError::ResponseTooLarge { .. } => {
                 Some("invalid")
             }
@@ -166,11 +171,18 @@ impl GatewayError {
     pub fn into_response(self) -> Response<Body> {
         let status = self.status();
         let mut resp = json_response(status, error_body(&self.to_string()));
-        if matches!(self, GatewayError::UnsupportedEncoding { .. }) {
-            resp.headers_mut().insert(
-                header::ACCEPT_ENCODING,
-                HeaderValue::from_static("gzip, deflate"),
-            );
+        match self {
+            GatewayError::UnsupportedEncoding { .. } => {
+                resp.headers_mut().insert(
+                    header::ACCEPT_ENCODING,
+                    HeaderValue::from_static("gzip, deflate"),
+                );
+            }
+            GatewayError::BackendSaturated { .. } => {
+                resp.headers_mut()
+                    .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+            }
+            _ => {}
         }
         resp
     }

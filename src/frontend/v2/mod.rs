@@ -84,7 +84,7 @@ pub async fn infer(
         data,
     };
     x.obs.elements("request", req.element_count());
-    let prepared = backend::prepare(x, req)?;
+    let prepared = backend::prepare(x, req).await?;
     x.obs.translation("request", started.elapsed());
     let sent = prepared.send(x, headers).await?;
     let wanted = Wanted {
