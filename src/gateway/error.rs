@@ -8,6 +8,7 @@ use http::{HeaderValue, Response, StatusCode, header};
 
 use super::body::{Body, full};
 use super::core::backend::ReplyError;
+use super::core::raw_input::RawError;
 use crate::codec::v2::DocError;
 use crate::codec::v2::framing::FramingError;
 use crate::codec::v2::json_write::WriteError;
@@ -35,6 +36,8 @@ pub enum GatewayError {
     BadFraming { route: String, source: FramingError },
     #[error("route \"{route}\": {message}")]
     BadRequest { route: String, message: String },
+    #[error("route \"{route}\": {source}")]
+    RawRequest { route: String, source: RawError },
     #[error("route \"{route}\": request body is larger than the limit of {limit} bytes")]
     BodyTooLarge { route: String, limit: u64 },
     #[error("route \"{route}\": {source}")]
@@ -102,6 +105,7 @@ impl GatewayError {
             | BadDocument { .. }
             | BadFraming { .. }
             | BadRequest { .. }
+            | RawRequest { .. }
             | BadEncoding { .. }
             | ClientBody { .. }
             | OutputNotJson { .. }
