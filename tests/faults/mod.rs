@@ -1,0 +1,243 @@
+//! Raw TCP peers for fault tests: a backend that does exactly what a test
+//! scripts on the socket (close after a reply, stop mid-body, answer one
+//! byte at a time, never answer), and a client that sees the gateway's
+//! bytes as they come off the wire (to tell an aborted chunked body from a
+//! complete one).
+#![allow(dead_code)]
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+/// A request as a raw peer read it.
+#[derive(Clone, Debug)]
+pub struct RawRequest {
+    pub head: String,
+    pub body: Vec<u8>,
+}
+
+impl RawRequest {
+    pub fn method(&self) -> &str {
+        self.head.split(' ').next().unwrap_or("")
+    }
+
+    pub fn path(&self) -> &str {
+        self.head.split(' ').nth(1).unwrap_or("")
+    }
+}
+
+/// What a raw peer counted.
+#[derive(Debug, Default)]
+pub struct Counts {
+    pub connections: AtomicU64,
+    /// Requests read whole (head and declared body).
+    pub requests: AtomicU64,
+    /// Requests whose head arrived but whose body did not (cut off).
+    pub partial: AtomicU64,
+}
+
+impl Counts {
+    pub fn get(&self) -> (u64, u64, u64) {
+        (
+            self.connections.load(Ordering::SeqCst),
+            self.requests.load(Ordering::SeqCst),
+            self.partial.load(Ordering::SeqCst),
+        )
+    }
+}
+
+/// Reads one HTTP/1 request with a `Content-Length` (or no) body. `None`
+/// when the peer closed before a whole head; `Err(head)` when the body was
+/// cut short.
+pub async fn read_request(
+    s: &mut TcpStream,
+    buf: &mut Vec<u8>,
+) -> Option<Result<RawRequest, String>> {
+    let end = loop {
+        if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            break i + 4;
+        }
+        let mut chunk = [0u8; 8192];
+        match s.read(&mut chunk).await {
+            Ok(0) | Err(_) => return None,
+            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+        }
+    };
+    let head = String::from_utf8_lossy(&buf[..end]).into_owned();
+    let len = head
+        .lines()
+        .find_map(|l| {
+            let (k, v) = l.split_once(':')?;
+            k.eq_ignore_ascii_case("content-length")
+                .then(|| v.trim().parse::<usize>().ok())?
+        })
+        .unwrap_or(0);
+    while buf.len() < end + len {
+        let mut chunk = vec![0u8; 65536];
+        match s.read(&mut chunk).await {
+            Ok(0) | Err(_) => return Some(Err(head)),
+            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+        }
+    }
+    let body = buf[end..end + len].to_vec();
+    buf.drain(..end + len);
+    Some(Ok(RawRequest { head, body }))
+}
+
+/// An HTTP/1.1 response with a `Content-Length`.
+pub fn response(status: u16, headers: &[(&str, &str)], body: &[u8]) -> Vec<u8> {
+    let mut out = format!("HTTP/1.1 {status} X\r\ncontent-length: {}\r\n", body.len());
+    for (k, v) in headers {
+        out.push_str(&format!("{k}: {v}\r\n"));
+    }
+    out.push_str("\r\n");
+    let mut out = out.into_bytes();
+    out.extend_from_slice(body);
+    out
+}
+
+/// A backend on a raw socket: `serve` gets each connection and the counts.
+pub struct RawBackend {
+    pub addr: SocketAddr,
+    pub counts: Arc<Counts>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for RawBackend {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+impl RawBackend {
+    pub async fn start<F, Fut>(serve: F) -> RawBackend
+    where
+        F: Fn(TcpStream, Arc<Counts>) -> Fut + Send + Sync + 'static,
+        Fut: std::future::Future<Output = ()> + Send + 'static,
+    {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let counts = Arc::new(Counts::default());
+        let c = counts.clone();
+        let serve = Arc::new(serve);
+        let task = tokio::spawn(async move {
+            while let Ok((s, _)) = listener.accept().await {
+                c.connections.fetch_add(1, Ordering::SeqCst);
+                tokio::spawn(serve(s, c.clone()));
+            }
+        });
+        RawBackend { addr, counts, task }
+    }
+
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// A keep-alive backend answering every request with `reply(request)`,
+    /// which closes the connection after a reply when `close(n)` says so
+    /// (`n` counts replies on the connection), without `Connection: close`.
+    pub async fn closing<R, C>(reply: R, close: C) -> RawBackend
+    where
+        R: Fn(&RawRequest) -> Vec<u8> + Send + Sync + 'static,
+        C: Fn(u64) -> bool + Send + Sync + 'static,
+    {
+        let reply = Arc::new(reply);
+        let close = Arc::new(close);
+        RawBackend::start(move |mut s, counts| {
+            let reply = reply.clone();
+            let close = close.clone();
+            async move {
+                let mut buf = Vec::new();
+                let mut n = 0;
+                while let Some(req) = read_request(&mut s, &mut buf).await {
+                    let Ok(req) = req else {
+                        counts.partial.fetch_add(1, Ordering::SeqCst);
+                        return;
+                    };
+                    counts.requests.fetch_add(1, Ordering::SeqCst);
+                    n += 1;
+                    if s.write_all(&reply(&req)).await.is_err() {
+                        return;
+                    }
+                    if close(n) {
+                        return;
+                    }
+                }
+            }
+        })
+        .await
+    }
+}
+
+/// A tiny deterministic generator (xorshift) so "random" closes repeat.
+#[derive(Debug)]
+pub struct Dice(std::sync::Mutex<u64>);
+
+impl Dice {
+    pub fn new(seed: u64) -> Dice {
+        Dice(std::sync::Mutex::new(seed | 1))
+    }
+
+    /// True with probability `p`.
+    pub fn roll(&self, p: f64) -> bool {
+        let mut x = self.0.lock().unwrap();
+        *x ^= *x << 13;
+        *x ^= *x >> 7;
+        *x ^= *x << 17;
+        (*x % 10_000) as f64 / 10_000.0 < p
+    }
+}
+
+/// Sends raw bytes to `addr` and reads everything until the peer closes or
+/// `limit` passes; returns the bytes and whether the read ended in an error
+/// (reset) rather than a clean close.
+pub async fn raw_exchange(addr: SocketAddr, request: &[u8], limit: Duration) -> (Vec<u8>, bool) {
+    let mut s = TcpStream::connect(addr).await.unwrap();
+    s.write_all(request).await.unwrap();
+    let mut out = Vec::new();
+    let read = async {
+        let mut chunk = [0u8; 65536];
+        loop {
+            match s.read(&mut chunk).await {
+                Ok(0) => return false,
+                Ok(n) => out.extend_from_slice(&chunk[..n]),
+                Err(_) => return true,
+            }
+        }
+    };
+    let reset = tokio::time::timeout(limit, read)
+        .await
+        .expect("the gateway neither finished nor closed the connection");
+    (out, reset)
+}
+
+/// Whether a chunked body in `raw` (a whole response as read off the wire)
+/// ends with the terminating zero-length chunk.
+pub fn chunked_complete(raw: &[u8]) -> bool {
+    let Some(start) = raw.windows(4).position(|w| w == b"\r\n\r\n") else {
+        return false;
+    };
+    let mut rest = &raw[start + 4..];
+    loop {
+        let Some(eol) = rest.windows(2).position(|w| w == b"\r\n") else {
+            return false;
+        };
+        let size_text = std::str::from_utf8(&rest[..eol]).unwrap_or("");
+        let size_text = size_text.split(';').next().unwrap_or("").trim();
+        let Ok(size) = usize::from_str_radix(size_text, 16) else {
+            return false;
+        };
+        rest = &rest[eol + 2..];
+        if size == 0 {
+            return rest.starts_with(b"\r\n");
+        }
+        if rest.len() < size + 2 {
+            return false;
+        }
+        rest = &rest[size + 2..];
+    }
+}
