@@ -37,7 +37,10 @@ pub enum GatewayError {
     #[error("route \"{route}\": {message}")]
     BadRequest { route: String, message: String },
     #[error("route \"{route}\": {source}")]
-    RawRequest { route: String, source: RawError },
+    RawRequest {
+        route: String,
+        source: Box<RawError>,
+    },
     #[error("route \"{route}\": request body is larger than the limit of {limit} bytes")]
     BodyTooLarge { route: String, limit: u64 },
     #[error("route \"{route}\": {source}")]

@@ -48,7 +48,7 @@ pub async fn check(x: Exchange<'_>, model: &ModelRef, size: u64) -> Result<(), G
     }
     let refused = |source| GatewayError::RawRequest {
         route: x.route.name.clone(),
-        source,
+        source: Box::new(source),
     };
     let meta = match x.upstream.model_metadata(model).await {
         Ok(m) => m,
