@@ -50,42 +50,93 @@ impl Counts {
     }
 }
 
-/// Reads one HTTP/1 request with a `Content-Length` (or no) body. `None`
-/// when the peer closed before a whole head; `Err(head)` when the body was
-/// cut short.
+/// Reads one HTTP/1 request with a `Content-Length`, chunked or no body.
+/// `None` when the peer closed before a whole head; `Err(head)` when the
+/// body was cut short.
 pub async fn read_request(
     s: &mut TcpStream,
     buf: &mut Vec<u8>,
 ) -> Option<Result<RawRequest, String>> {
     let end = loop {
-        if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+        if let Some(i) = find(buf, b"\r\n\r\n") {
             break i + 4;
         }
-        let mut chunk = [0u8; 8192];
-        match s.read(&mut chunk).await {
-            Ok(0) | Err(_) => return None,
-            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+        if !fill(s, buf).await {
+            return None;
         }
     };
     let head = String::from_utf8_lossy(&buf[..end]).into_owned();
-    let len = head
-        .lines()
-        .find_map(|l| {
+    let header = |name: &str| {
+        head.lines().find_map(|l| {
             let (k, v) = l.split_once(':')?;
-            k.eq_ignore_ascii_case("content-length")
-                .then(|| v.trim().parse::<usize>().ok())?
+            k.trim()
+                .eq_ignore_ascii_case(name)
+                .then(|| v.trim().to_owned())
         })
-        .unwrap_or(0);
-    while buf.len() < end + len {
-        let mut chunk = vec![0u8; 65536];
-        match s.read(&mut chunk).await {
-            Ok(0) | Err(_) => return Some(Err(head)),
-            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+    };
+    buf.drain(..end);
+    let body = if header("transfer-encoding").is_some_and(|v| v.eq_ignore_ascii_case("chunked")) {
+        read_chunked(s, buf).await
+    } else {
+        let len = header("content-length")
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0);
+        read_exact(s, buf, len).await
+    };
+    Some(
+        body.map(|body| RawRequest {
+            head: head.clone(),
+            body,
+        })
+        .ok_or(head),
+    )
+}
+
+fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
+    hay.windows(needle.len()).position(|w| w == needle)
+}
+
+/// Reads more into `buf`; false at the end of the stream (or an error).
+async fn fill(s: &mut TcpStream, buf: &mut Vec<u8>) -> bool {
+    let mut chunk = vec![0u8; 65536];
+    match s.read(&mut chunk).await {
+        Ok(0) | Err(_) => false,
+        Ok(n) => {
+            buf.extend_from_slice(&chunk[..n]);
+            true
         }
     }
-    let body = buf[end..end + len].to_vec();
-    buf.drain(..end + len);
-    Some(Ok(RawRequest { head, body }))
+}
+
+async fn read_exact(s: &mut TcpStream, buf: &mut Vec<u8>, len: usize) -> Option<Vec<u8>> {
+    while buf.len() < len {
+        if !fill(s, buf).await {
+            return None;
+        }
+    }
+    Some(buf.drain(..len).collect())
+}
+
+async fn read_chunked(s: &mut TcpStream, buf: &mut Vec<u8>) -> Option<Vec<u8>> {
+    let mut body = Vec::new();
+    loop {
+        let eol = loop {
+            if let Some(i) = find(buf, b"\r\n") {
+                break i;
+            }
+            if !fill(s, buf).await {
+                return None;
+            }
+        };
+        let size_text = String::from_utf8_lossy(&buf[..eol]).into_owned();
+        let size = usize::from_str_radix(size_text.split(';').next()?.trim(), 16).ok()?;
+        buf.drain(..eol + 2);
+        let data = read_exact(s, buf, size + 2).await?;
+        if size == 0 {
+            return Some(body);
+        }
+        body.extend_from_slice(&data[..size]);
+    }
 }
 
 /// An HTTP/1.1 response with a `Content-Length`.
