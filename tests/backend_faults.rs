@@ -208,6 +208,12 @@ async fn a_backend_stalling_mid_reply_is_cut_after_the_idle_time() {
         .expect("the backend connection was kept")
         .unwrap();
     assert!(closed.duration_since(started) < Duration::from_secs(3));
+    let metrics = send(gw.admin_addr, "GET", "/metrics", &[], "").await;
+    let text = String::from_utf8_lossy(&metrics.body);
+    assert!(
+        text.contains(r#"tensorgate_upstream_errors_total{backend="b",kind="timeout"} 1"#),
+        "{text}"
+    );
 }
 
 /// Writes `bytes` one byte at a time with a pause after each.
@@ -404,4 +410,30 @@ async fn backend_addresses_never_reach_clients() {
     let got = send(gw.data_addr, "GET", "/v2/models/m", &[], "").await;
     assert_eq!(got.status, 307);
     assert_eq!(got.header("location"), Some("/v2/models/m/versions/2"));
+}
+
+#[tokio::test]
+async fn an_http2_client_is_passed_through_to_an_http1_backend() {
+    let backend = TestBackend::start(|_| async {
+        reply(
+            200,
+            &[("content-type", "application/json")],
+            r#"{"name":"m"}"#,
+        )
+    })
+    .await;
+    let gw = gateway(&config(&backend.url(), "")).await;
+    let client: hyper_util::client::legacy::Client<_, http_body_util::Full<Bytes>> =
+        hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
+            .http2_only(true)
+            .build(hyper_util::client::legacy::connect::HttpConnector::new());
+    let req = http::Request::get(format!("http://{}/v2/models/m", gw.data_addr))
+        .body(http_body_util::Full::new(Bytes::new()))
+        .unwrap();
+    let resp = client.request(req).await.unwrap();
+    assert_eq!(resp.version(), http::Version::HTTP_2);
+    assert_eq!(resp.status(), 200);
+    use http_body_util::BodyExt;
+    let body = resp.into_body().collect().await.unwrap().to_bytes();
+    assert_eq!(&body[..], br#"{"name":"m"}"#);
 }

@@ -209,3 +209,63 @@ async fn multi_member_gzip_is_one_body() {
     assert_eq!(got.status, 200, "{:?}", got.body);
     assert_eq!(backend.counts.get().1, 2);
 }
+
+/// The request the gateway holds after converting a body of
+/// `max_body_bytes`: at most 4x as binary (INT64/UINT64/FP64 zeros: `0,`
+/// is 2 bytes of text, 8 of data), at most 6x as JSON for a JSON backend
+/// (BOOL false sent in binary: 1 byte of data, `false,` 6 of text). The
+/// example configuration states these factors next to `max_body_bytes`.
+#[tokio::test]
+async fn converted_requests_grow_by_at_most_the_documented_factor() {
+    let binary_backend = TestBackend::start(|_| async {
+        reply(
+            200,
+            &[("content-type", "application/json")],
+            r#"{"outputs":[]}"#,
+        )
+    })
+    .await;
+    let gw = gateway(&simple_config(&binary_backend.url(), &route())).await;
+    let text_of = |n: usize| {
+        let zeros = vec!["0"; n].join(",");
+        format!(
+            r#"{{"inputs":[{{"name":"X","shape":[{n}],"datatype":"INT64","data":[{zeros}]}}]}}"#
+        )
+    };
+    let n = (1..LIMIT)
+        .take_while(|&n| text_of(n).len() <= LIMIT)
+        .last()
+        .unwrap();
+    let ct = [("content-type", "application/json")];
+    let got = send(gw.data_addr, "POST", INFER, &ct, text_of(n)).await;
+    assert_eq!(got.status, 200);
+    let seen = &binary_backend.requests()[0];
+    let header: usize = seen.headers["inference-header-content-length"]
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    let data = seen.body.len() - header;
+    assert_eq!(data, 8 * n);
+    assert!(data > 3 * LIMIT && data <= 4 * LIMIT, "{data}");
+
+    // A JSON backend, a binary client sending BOOL false.
+    let json_backend = TestBackend::start(|_| async {
+        reply(
+            200,
+            &[("content-type", "application/json")],
+            r#"{"outputs":[]}"#,
+        )
+    })
+    .await;
+    let toml = format!("backend_format = \"json\"\n{}", route());
+    let gw = gateway(&simple_config(&json_backend.url(), &toml)).await;
+    let header = |n: usize| json!({"inputs": [{"name":"X","shape":[n],"datatype":"BOOL","parameters":{"binary_data_size":n}}]});
+    let fixed = binary_body(&header(1000), &[]).0.len();
+    let n = LIMIT - fixed;
+    let data = vec![0u8; n];
+    let got = post_binary(gw.data_addr, INFER, &header(n), &[&data]).await;
+    assert_eq!(got.status, 200, "{:?}", got.body);
+    let sent = json_backend.requests()[0].body.len();
+    assert!(sent > 5 * LIMIT && sent <= 6 * LIMIT + 200, "{sent}");
+}

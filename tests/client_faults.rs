@@ -176,6 +176,7 @@ async fn a_client_that_stops_reading_frees_the_backend_connection() {
         .expect("the backend connection is still held")
         .unwrap();
     assert!(written < 256 << 20, "{written} bytes");
+    eprintln!("backend let go after writing {written} bytes");
     // Reading again: what was buffered, then an abort, never a last chunk.
     let mut rest = first[..n].to_vec();
     tokio::time::timeout(Duration::from_secs(10), async {

@@ -50,7 +50,7 @@ pub async fn check(x: Exchange<'_>, model: &ModelRef, size: u64) -> Result<(), G
         route: x.route.name.clone(),
         source: Box::new(source),
     };
-    let meta = match x.upstream.model_metadata(model).await {
+    let meta = match x.upstream.metadata.get(x.upstream, model).await {
         Ok(m) => m,
         // The backend is unreachable: say that, not that metadata is missing.
         Err(MetadataError::Gateway(e)) => return Err(e),

@@ -27,8 +27,7 @@ pub use body::{Idle, Stalled, StreamCut, StreamStalled, UpstreamBody};
 pub use failure::error_chain;
 
 use super::body::{Body, ChunksBody, empty};
-use super::core::ModelRef;
-use super::core::metadata::{MetadataCache, MetadataError, ModelMetadata};
+use super::core::metadata::MetadataCache;
 use super::error::GatewayError;
 use super::observe::{Observation, REQUEST_ID};
 use crate::config::Backend;
@@ -43,7 +42,8 @@ pub struct Upstream {
     pub backend: Arc<Backend>,
     client: Client<HttpConnector, Body>,
     slots: Arc<Semaphore>,
-    metadata: Arc<MetadataCache>,
+    /// The backend's models' metadata, cached for `metadata_ttl`.
+    pub metadata: Arc<MetadataCache>,
 }
 
 /// A request for the backend.
@@ -116,14 +116,6 @@ impl Upstream {
         let joined = format!("{prefix}{path_and_query}");
         parts.path_and_query = joined.parse().ok();
         Uri::from_parts(parts).unwrap_or_else(|_| base.clone())
-    }
-
-    /// A model's metadata, cached for the backend's `metadata_ttl`.
-    pub async fn model_metadata(
-        &self,
-        model: &ModelRef,
-    ) -> Result<Arc<ModelMetadata>, MetadataError> {
-        self.metadata.get(self, model).await
     }
 
     /// Sends a request; returns once the response head has arrived, within
