@@ -1,7 +1,7 @@
 //! Backend faults, each bounded in time on loopback: refused, hung,
-//! dying mid-reply, stalling mid-reply, answering byte by byte, closing
-//! keep-alive connections (after every reply, at random, late), and a
-//! backend whose connection slots are all taken.
+//! dying mid-reply, stalling mid-reply, answering byte by byte, a backend
+//! whose connection slots are all taken, and what of a backend must never
+//! reach clients. Keep-alive closes are in `keep_alive.rs`.
 
 mod common;
 mod faults;
@@ -13,55 +13,6 @@ use bytes::Bytes;
 use common::*;
 use faults::*;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-
-const INFER: &str = "/v2/models/m/infer";
-const INFER_BODY: &str = r#"{"inputs":[{"name":"X","shape":[1],"datatype":"INT32","data":[1]}]}"#;
-const REPLY: &str =
-    r#"{"model_name":"m","outputs":[{"name":"Y","datatype":"INT32","shape":[1],"data":[7]}]}"#;
-
-fn config(url: &str, backend_extra: &str) -> String {
-    format!(
-        r#"
-[server]
-shutdown_grace = "1s"
-[backends.b]
-url = "{url}"
-connect_timeout = "300ms"
-request_timeout = "2s"
-stream_idle_timeout = "400ms"
-{backend_extra}
-[[routes]]
-name = "r"
-default = true
-backend = "b"
-"#
-    )
-}
-
-fn json_reply(_: &RawRequest) -> Vec<u8> {
-    response(
-        200,
-        &[("content-type", "application/json")],
-        REPLY.as_bytes(),
-    )
-}
-
-/// An infer (even `i`) or a metadata GET (odd `i`).
-async fn infer_or_get(addr: std::net::SocketAddr, i: usize) -> Got {
-    if i.is_multiple_of(2) {
-        post_json(addr, INFER, INFER_BODY).await
-    } else {
-        send(addr, "GET", "/v2/models/m", &[], "").await
-    }
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
 
 #[tokio::test]
 async fn refused_is_502_with_no_os_detail() {
@@ -267,85 +218,6 @@ async fn a_reply_sent_byte_by_byte_arrives_whole() {
     let got = send(gw.data_addr, "GET", "/v2/models/m", &[], "").await;
     assert_eq!(got.status, 200);
     assert_eq!(&got.body[..], br#"{"name":"m"}"#);
-}
-
-async fn run_loop(gw: &tensorgate::server::Running, n: usize) -> Vec<(usize, Got)> {
-    let mut failed = Vec::new();
-    for i in 0..n {
-        let got = infer_or_get(gw.data_addr, i).await;
-        if got.status != 200 {
-            failed.push((i, got));
-        }
-    }
-    failed
-}
-
-#[tokio::test]
-async fn keep_alive_closed_after_every_reply_costs_no_request() {
-    let backend = RawBackend::closing(json_reply, |_| true).await;
-    let gw = gateway(&config(&backend.url(), "")).await;
-    let failed = run_loop(&gw, 300).await;
-    assert!(
-        failed.is_empty(),
-        "{} failed: {:?}",
-        failed.len(),
-        failed.first()
-    );
-    assert_eq!(backend.counts.get(), (300, 300, 0));
-}
-
-#[tokio::test]
-async fn keep_alive_closed_at_random_costs_no_request() {
-    let dice = Dice::new(0x5eed);
-    let backend = RawBackend::closing(json_reply, move |_| dice.roll(0.5)).await;
-    let gw = gateway(&config(&backend.url(), "")).await;
-    let failed = run_loop(&gw, 300).await;
-    assert!(
-        failed.is_empty(),
-        "{} failed: {:?}",
-        failed.len(),
-        failed.first()
-    );
-    let (connections, requests, _) = backend.counts.get();
-    assert_eq!(requests, 300);
-    assert!(connections > 100 && connections < 250, "{connections}");
-}
-
-/// A backend that answers one request per connection and closes it a
-/// moment later, so the gateway's next request may already be on its way:
-/// the race a backend's keep-alive timeout creates.
-#[tokio::test]
-async fn keep_alive_closed_late_retries_only_what_is_safe() {
-    let backend = RawBackend::start(|mut s, counts| async move {
-        let mut buf = Vec::new();
-        if let Some(Ok(req)) = read_request(&mut s, &mut buf).await {
-            counts.requests.fetch_add(1, Ordering::SeqCst);
-            let _ = s.write_all(&json_reply(&req)).await;
-            tokio::time::sleep(Duration::from_micros(300)).await;
-        }
-        // Closes with whatever arrived meanwhile unread: a reset.
-    })
-    .await;
-    let gw = gateway(&config(&backend.url(), "")).await;
-    let failed = run_loop(&gw, 200).await;
-    // Metadata reads are idempotent: retried on a fresh connection.
-    assert!(
-        failed.iter().all(|(i, _)| i % 2 == 0),
-        "a GET failed: {:?}",
-        failed.iter().find(|(i, _)| i % 2 == 1)
-    );
-    // An infer written to the closing connection may have been read, so it
-    // is not sent again: it fails, and the backend never saw it twice.
-    for (_, got) in &failed {
-        assert_eq!(got.status, 502);
-        assert_eq!(got.error(), r#"backend "b" closed the connection"#);
-    }
-    let (_, requests, _) = backend.counts.get();
-    assert_eq!(
-        requests as usize,
-        200 - failed.len(),
-        "backend saw nothing of a failed infer"
-    );
 }
 
 #[tokio::test]

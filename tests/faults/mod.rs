@@ -13,6 +13,70 @@ use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
+use crate::common::{Got, post_json, send};
+
+/// The infer path of model `m`, a one-value request, and a JSON reply.
+pub const INFER: &str = "/v2/models/m/infer";
+pub const INFER_BODY: &str =
+    r#"{"inputs":[{"name":"X","shape":[1],"datatype":"INT32","data":[1]}]}"#;
+pub const REPLY: &str =
+    r#"{"model_name":"m","outputs":[{"name":"Y","datatype":"INT32","shape":[1],"data":[7]}]}"#;
+
+pub fn config(url: &str, backend_extra: &str) -> String {
+    format!(
+        r#"
+[server]
+shutdown_grace = "1s"
+[backends.b]
+url = "{url}"
+connect_timeout = "300ms"
+request_timeout = "2s"
+stream_idle_timeout = "400ms"
+{backend_extra}
+[[routes]]
+name = "r"
+default = true
+backend = "b"
+"#
+    )
+}
+
+pub fn json_reply(_: &RawRequest) -> Vec<u8> {
+    response(
+        200,
+        &[("content-type", "application/json")],
+        REPLY.as_bytes(),
+    )
+}
+
+/// An infer (even `i`) or a metadata GET (odd `i`).
+pub async fn infer_or_get(addr: std::net::SocketAddr, i: usize) -> Got {
+    if i.is_multiple_of(2) {
+        post_json(addr, INFER, INFER_BODY).await
+    } else {
+        send(addr, "GET", "/v2/models/m", &[], "").await
+    }
+}
+
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+pub async fn run_loop(gw: &tensorgate::server::Running, n: usize) -> Vec<(usize, Got)> {
+    let mut failed = Vec::new();
+    for i in 0..n {
+        let got = infer_or_get(gw.data_addr, i).await;
+        if got.status != 200 {
+            failed.push((i, got));
+        }
+    }
+    failed
+}
+
 /// A request as a raw peer read it.
 #[derive(Clone, Debug)]
 pub struct RawRequest {

@@ -1,17 +1,20 @@
 //! Content codings: which ones a request uses and a client accepts,
-//! decompressing request bodies under a byte limit ([`decode`]), and
-//! compressing replies ([`compress`]). HTTP's `deflate` is the zlib format
+//! decompressing request bodies under a byte limit (`decode`), counting
+//! the decompressed size of passthrough bodies (`inflated`), and
+//! compressing replies (`compress`). HTTP's `deflate` is the zlib format
 //! (RFC 9110 §8.4.1.2), as Triton uses it. Work on large buffers is done a
 //! step at a time or off the runtime's threads, never in one go on them.
 
 mod compress;
 mod decode;
+mod inflated;
 
 use http::HeaderMap;
 use http::header;
 
 pub use compress::{CompressBody, compress, compress_all};
-pub use decode::{DecodeError, Decoder, Inflated, STEP};
+pub use decode::{DecodeError, Decoder, STEP};
+pub use inflated::Inflated;
 
 use super::error::GatewayError;
 

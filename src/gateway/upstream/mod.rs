@@ -2,7 +2,7 @@
 //! exchanges at once (a slot held until the reply body ends), connect and
 //! response-head timeouts, one retry when it is safe, bounded pauses in
 //! every streamed body ([`body`]), the mapping of failures to gateway
-//! errors ([`failure`]), and the backend's cached model metadata.
+//! errors (`failure`), and the backend's cached model metadata.
 //!
 //! Clients get short, stable error messages naming the backend; the
 //! detail (OS error text, addresses) goes to the log with the request id.
