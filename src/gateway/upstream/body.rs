@@ -152,18 +152,18 @@ struct Moved {
     ended: bool,
 }
 
-/// What happens when a stall cuts a stream (for logs and metrics).
-pub type OnStall = Box<dyn FnOnce(Stalled) + Send>;
-
 impl UpstreamBody {
     /// Wraps a backend reply body. `slot` is released when the body ends or
     /// is dropped; `on_stall` is told when a stall cuts it.
-    pub fn new(
+    pub fn new<F>(
         body: Incoming,
         idle: Duration,
         slot: Option<OwnedSemaphorePermit>,
-        on_stall: OnStall,
-    ) -> UpstreamBody {
+        on_stall: F,
+    ) -> UpstreamBody
+    where
+        F: FnOnce(Stalled) + Send + 'static,
+    {
         let small = body.size_hint().exact().is_some_and(|n| n <= DIRECT_MAX);
         if small || body.is_end_stream() {
             return UpstreamBody {
@@ -190,13 +190,13 @@ impl UpstreamBody {
 
 /// Moves a reply from the backend to the client's end, one or two frames
 /// ahead, cutting it when either side stands still for `idle`.
-async fn mover(
+async fn mover<F: FnOnce(Stalled)>(
     mut body: Incoming,
     tx: mpsc::Sender<Result<Frame<Bytes>, BoxError>>,
     idle: Duration,
     complete: Arc<AtomicBool>,
     slot: Option<OwnedSemaphorePermit>,
-    on_stall: OnStall,
+    on_stall: F,
 ) {
     let stalled = loop {
         let frame = tokio::select! {

@@ -145,7 +145,7 @@ impl Upstream {
             };
             let id = request_id(obs, &out.headers);
             if !retried && out.body.replayable() && e.retryable(&out.method) {
-                tracing::info!(
+                tracing::debug!(
                     backend = self.name(),
                     request_id = id,
                     detail = e.detail(),
@@ -191,15 +191,16 @@ impl Upstream {
         let (mut parts, body) = resp.into_parts();
         location::localize(&self.backend.url, &mut parts.headers);
         let idle = self.backend.stream_idle_timeout;
-        let backend = self.backend.name.clone();
+        let backend = self.backend.clone();
         let obs = obs.cloned();
-        let on_stall: body::OnStall = Box::new(move |side| {
+        // Only a reply moved by a task can stall unseen; this runs there.
+        let on_stall = move |side| {
             let id = obs
                 .as_ref()
                 .and_then(|o| o.request_id().to_str().ok())
                 .unwrap_or("");
             tracing::warn!(
-                backend,
+                backend = backend.name,
                 request_id = id,
                 ?side,
                 seconds = idle.as_secs_f64(),
@@ -207,11 +208,11 @@ impl Upstream {
             );
             if let (Stalled::Backend, Some(o)) = (side, &obs) {
                 o.error(&GatewayError::BackendTimeout {
-                    backend: backend.clone(),
+                    backend: backend.name.clone(),
                     seconds: idle.as_secs_f64(),
                 });
             }
-        });
+        };
         let body = UpstreamBody::new(body, idle, Some(slot), on_stall);
         Response::from_parts(parts, body)
     }
