@@ -28,7 +28,8 @@ pub const TRANSLATION_BUCKETS: &[f64] = &[
 ];
 
 /// The `kind` values of `tensorgate_upstream_errors_total`.
-pub const UPSTREAM_ERROR_KINDS: [&str; 5] = ["refused", "timeout", "reset", "invalid", "5xx"];
+pub const UPSTREAM_ERROR_KINDS: [&str; 6] =
+    ["refused", "timeout", "reset", "invalid", "saturated", "5xx"];
 
 /// The `kind` label values: one per frontend.
 pub const KINDS: [&str; 3] = ["v2", "decthings", "sagemaker"];
@@ -200,7 +201,7 @@ impl Metrics {
             upstream_errors: counter(
                 r,
                 "tensorgate_upstream_errors_total",
-                "Failed backend exchanges: kind=refused, timeout, reset, invalid or 5xx.",
+                "Failed backend exchanges: kind=refused, timeout, reset, invalid, saturated (no free connection slot) or 5xx.",
                 &["backend", "kind"],
             )?,
             in_flight,

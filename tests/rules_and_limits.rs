@@ -301,7 +301,12 @@ async fn bytes_input_framing_is_checked() {
 
 #[tokio::test]
 async fn raw_binary_is_checked_against_a_single_declared_input() {
-    let backend = TestBackend::start(|_| async {
+    // The model's metadata (asked for once the route's own check passed).
+    let backend = TestBackend::start(|seen| async move {
+        if seen.method == "GET" {
+            let meta = r#"{"name":"raw","inputs":[{"name":"INPUT0","datatype":"FP32","shape":[-1,4]}],"outputs":[]}"#;
+            return reply(200, &[("content-type", "application/json")], meta);
+        }
         reply(200, &[("content-type", "application/octet-stream")], "")
     })
     .await;
@@ -339,9 +344,10 @@ allowed_types = ["FP32"]
     .await;
     assert_eq!(got.status, 200);
     let seen = backend.requests();
-    assert_eq!(seen.len(), 1);
-    assert_eq!(seen[0].headers["inference-header-content-length"], "0");
-    assert_eq!(&seen[0].body[..], &[7u8; 32][..]);
+    assert_eq!(seen.len(), 2);
+    assert_eq!(seen[0].path, "/v2/models/raw");
+    assert_eq!(seen[1].headers["inference-header-content-length"], "0");
+    assert_eq!(&seen[1].body[..], &[7u8; 32][..]);
 }
 
 #[tokio::test]

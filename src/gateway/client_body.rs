@@ -159,39 +159,19 @@ impl ClientBody {
             if self.finished {
                 return Ok(None);
             }
-            let (wait, limit) = next_wait(Instant::now(), self.timeouts.idle, self.deadline);
-            let frame = tokio::time::timeout(wait, self.inner.frame())
-                .await
-                .map_err(|_| match limit {
-                    Limit::Idle => GatewayError::ClientTimeout,
-                    Limit::Total => GatewayError::BodyDeadline {
-                        limit: self.timeouts.total,
-                    },
-                })?;
-            let data = match frame {
-                None => {
-                    self.finished = true;
-                    match self.decoder.as_mut().map(Decoder::finish) {
-                        None => return Ok(None),
-                        Some(r) => r.map_err(|e| self.decode_error(e))?,
-                    }
-                }
-                Some(Err(e)) => {
-                    return Err(GatewayError::ClientBody {
-                        detail: super::upstream::error_chain(&e),
-                    });
-                }
-                Some(Ok(frame)) => {
-                    let Ok(data) = frame.into_data() else {
-                        continue;
-                    };
-                    self.wire += data.len() as u64;
-                    match self.decoder.as_mut() {
-                        None => data,
-                        Some(d) => d.push(&data).map_err(|e| self.decode_error(e))?,
-                    }
-                }
+            // A frame that inflates to more than one decoder step is handed
+            // out a step at a time, letting other tasks run in between.
+            let data = if self.decoder.as_ref().is_some_and(Decoder::has_pending) {
+                tokio::task::yield_now().await;
+                let step = self
+                    .decoder
+                    .as_mut()
+                    .map_or(Ok(Bytes::new()), Decoder::step);
+                Some(step.map_err(|e| self.decode_error(e))?)
+            } else {
+                self.read_frame().await?
             };
+            let Some(data) = data else { continue };
             self.received += data.len() as u64;
             if self.received > self.limit {
                 return Err(self.too_large());
@@ -200,6 +180,49 @@ impl ClientBody {
                 return Ok(Some(data));
             }
         }
+    }
+
+    /// The next frame's data, decompressed (its first step); `None` for a
+    /// frame that is not data, or the end of an uncompressed body.
+    async fn read_frame(&mut self) -> Result<Option<Bytes>, GatewayError> {
+        let (wait, limit) = next_wait(Instant::now(), self.timeouts.idle, self.deadline);
+        let frame = tokio::time::timeout(wait, self.inner.frame())
+            .await
+            .map_err(|_| match limit {
+                Limit::Idle => GatewayError::ClientTimeout,
+                Limit::Total => GatewayError::BodyDeadline {
+                    limit: self.timeouts.total,
+                },
+            })?;
+        let data = match frame {
+            None => {
+                self.finished = true;
+                match self.decoder.as_mut().map(Decoder::finish) {
+                    None => return Ok(None),
+                    Some(r) => r.map_err(|e| self.decode_error(e))?,
+                }
+            }
+            Some(Err(e)) => {
+                return Err(GatewayError::ClientBody {
+                    detail: super::upstream::error_chain(&e),
+                });
+            }
+            Some(Ok(frame)) => {
+                let Ok(data) = frame.into_data() else {
+                    return Ok(None);
+                };
+                self.wire += data.len() as u64;
+                match self.decoder.as_mut() {
+                    None => data,
+                    Some(d) => {
+                        d.feed(data);
+                        let step = d.step();
+                        step.map_err(|e| self.decode_error(e))?
+                    }
+                }
+            }
+        };
+        Ok(Some(data))
     }
 
     /// The rest of the body in one buffer.

@@ -11,6 +11,7 @@ use http::{HeaderValue, Response, StatusCode, header};
 use super::body::{Body, full};
 use super::core::ModelRef;
 use super::core::backend::ReplyError;
+use super::core::raw_input::RawError;
 use crate::codec::v2::DocError;
 use crate::codec::v2::framing::FramingError;
 use crate::codec::v2::json_write::WriteError;
@@ -48,6 +49,11 @@ pub enum GatewayError {
     Decthings(#[from] Box<crate::frontend::decthings::RequestError>),
     #[error("the Decthings client cannot take the backend's reply: {0}")]
     DecthingsOutput(Box<crate::frontend::decthings::reply::OutputError>),
+    #[error("route \"{route}\": {source}")]
+    RawRequest {
+        route: String,
+        source: Box<RawError>,
+    },
     #[error("route \"{route}\": request body is larger than the limit of {limit} bytes")]
     BodyTooLarge { route: String, limit: u64 },
     #[error("route \"{route}\": {source}")]
@@ -79,12 +85,16 @@ pub enum GatewayError {
         input: String,
         source: WriteError,
     },
-    #[error("backend \"{backend}\" refused the connection: {detail}")]
+    /// `detail` (the OS error) is for the log, never the client.
+    #[error("backend \"{backend}\" refused the connection")]
     BackendRefused { backend: String, detail: String },
     #[error("backend \"{backend}\" did not answer within {seconds:.3}s")]
     BackendTimeout { backend: String, seconds: f64 },
-    #[error("backend \"{backend}\" closed the connection: {detail}")]
+    /// `detail` (the OS or HTTP error) is for the log, never the client.
+    #[error("backend \"{backend}\" closed the connection")]
     BackendReset { backend: String, detail: String },
+    #[error("backend \"{backend}\" is busy: all {limit} of its connections are in use")]
+    BackendSaturated { backend: String, limit: usize },
     #[error("backend \"{backend}\" sent an invalid response: {source}")]
     BadBackendResponse {
         backend: String,
@@ -134,6 +144,7 @@ impl GatewayError {
             | BadRequest { .. }
             | BadInput { .. }
             | Decthings(_)
+            | RawRequest { .. }
             | BadEncoding { .. }
             | ClientBody { .. }
             | OutputNotJson { .. }
@@ -148,7 +159,9 @@ impl GatewayError {
             | DecthingsOutput(_)
             | ResponseTooLarge { .. } => StatusCode::BAD_GATEWAY,
             BackendTimeout { .. } => StatusCode::GATEWAY_TIMEOUT,
-            ShuttingDown | Overloaded { .. } => StatusCode::SERVICE_UNAVAILABLE,
+            ShuttingDown | Overloaded { .. } | BackendSaturated { .. } => {
+                StatusCode::SERVICE_UNAVAILABLE
+            }
             Internal { .. } => StatusCode::INTERNAL_SERVER_ERROR,
             SageMaker(e) => e.status(),
         }
@@ -161,6 +174,7 @@ impl GatewayError {
             GatewayError::Overloaded { waited, .. } => {
                 Some((waited.as_secs_f64().ceil() as u64).max(1))
             }
+            GatewayError::BackendSaturated { .. } => Some(1),
             _ => None,
         }
     }
@@ -172,6 +186,7 @@ impl GatewayError {
             GatewayError::BackendRefused { .. } => Some("refused"),
             GatewayError::BackendTimeout { .. } => Some("timeout"),
             GatewayError::BackendReset { .. } => Some("reset"),
+            GatewayError::BackendSaturated { .. } => Some("saturated"),
             GatewayError::BadBackendResponse { .. } | GatewayError::ResponseTooLarge { .. } => {
                 Some("invalid")
             }
@@ -227,7 +242,7 @@ impl GatewayError {
     pub fn into_response(self) -> Response<Body> {
         let status = self.status();
         let mut resp = json_response(status, error_body(&self.to_string()));
-        if matches!(self, GatewayError::UnsupportedEncoding { .. }) {
+        if let GatewayError::UnsupportedEncoding { .. } = self {
             resp.headers_mut().insert(
                 header::ACCEPT_ENCODING,
                 HeaderValue::from_static("gzip, deflate"),

@@ -1,5 +1,10 @@
 //! Everything that is not `infer` is proxied as it is: streaming both ways,
-//! hop-by-hop headers removed.
+//! hop-by-hop headers removed, `Location` rewritten off the backend's
+//! address. A request body is bounded twice: its bytes on the wire by the
+//! route's `max_body_bytes`, and — when it is gzip or deflate — its
+//! decompressed size by the same limit, counted while it is forwarded, so
+//! a decompression bomb stops at the limit instead of reaching the backend.
+//! A coding the gateway cannot read is passed on for the backend to refuse.
 
 use http::header;
 use http::{Request, Response};
@@ -9,8 +14,10 @@ use hyper::body::Incoming;
 use super::body::Body;
 use super::client_body::check_declared_length;
 use super::core::Exchange;
+use super::encoding::{Coding, Inflated, request_coding};
 use super::error::GatewayError;
 use super::headers::strip_hop_by_hop;
+use super::upstream::{Idle, OutBody, Outgoing, Stalled};
 
 /// Forwards `req` to the route's backend; a request body over the route's
 /// `max_body_bytes` is cut off (the backend sees an aborted request).
@@ -23,21 +30,44 @@ pub async fn forward(
     let max_body = x.route.limits.max_body_bytes;
     let (mut parts, body) = req.into_parts();
     check_declared_length(&parts.headers, route, max_body)?;
+    let coding = request_coding(&parts.headers).unwrap_or(Coding::Identity);
     strip_hop_by_hop(&mut parts.headers);
     parts.headers.remove(header::HOST);
-    parts.uri = upstream.uri_for_client(&parts.uri);
-    // The backend client speaks HTTP/1.1, whatever the client spoke.
-    parts.version = http::Version::HTTP_11;
-    let body = obs
-        .forwarded_request(Limited::new(body, max_body as usize))
-        .boxed_unsync();
+    let body = if http_body::Body::is_end_stream(&body) {
+        // Nothing to stream: the request can be sent again if need be.
+        OutBody::Empty
+    } else {
+        let idle = Idle::new(body, upstream.backend.stream_idle_timeout, Stalled::Client);
+        let limited = Limited::new(idle, usize::try_from(max_body).unwrap_or(usize::MAX));
+        let counted = match Inflated::new(limited, coding, max_body) {
+            Ok(inflated) => obs.forwarded_request(inflated).boxed_unsync(),
+            Err(limited) => obs.forwarded_request(limited).boxed_unsync(),
+        };
+        OutBody::Stream(counted)
+    };
+    let out = Outgoing {
+        method: parts.method,
+        path: parts
+            .uri
+            .path_and_query()
+            .map_or("/", |p| p.as_str())
+            .to_owned(),
+        headers: parts.headers,
+        body,
+    };
     let sent = std::time::Instant::now();
-    let resp = match upstream.send(Request::from_parts(parts, body)).await {
+    let resp = match upstream.send(out, Some(obs)).await {
         Ok(resp) => resp,
         Err(GatewayError::BodyTooLarge { .. }) => {
             return Err(GatewayError::BodyTooLarge {
                 route: route.to_owned(),
                 limit: max_body,
+            });
+        }
+        Err(GatewayError::BadEncoding { detail, .. }) => {
+            return Err(GatewayError::BadEncoding {
+                encoding: coding.name(),
+                detail,
             });
         }
         Err(e) => return Err(e),

@@ -110,7 +110,7 @@ pub async fn evaluate<R: Routes>(
     let inputs = request::to_inputs(route, call.params)?;
     let infer = InferRequest::new(model.clone(), inputs);
     obs.elements("request", infer.element_count());
-    let prepared = backend::prepare(x, infer)?;
+    let prepared = backend::prepare(x, infer).await?;
     obs.translation("request", started.elapsed());
     let sent_at = Instant::now();
     let reply = match prepared.send(x, trace_headers(&parts.headers)).await? {

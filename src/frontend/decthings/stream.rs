@@ -11,7 +11,6 @@ use std::task::{Context, Poll, ready};
 
 use bytes::{BufMut, Bytes, BytesMut};
 use http_body::{Body as HttpBody, Frame, SizeHint};
-use hyper::body::Incoming;
 
 use super::reply::{self, Durations};
 use crate::codec::decthings::{self, varint};
@@ -19,7 +18,7 @@ use crate::codec::v2::framing::{ChunkSplitter, FramingError, Piece, ShortTensor}
 use crate::codec::v2::{Document, EntryData};
 use crate::config::Route;
 use crate::gateway::body::BoxError;
-use crate::gateway::observe::Metered;
+use crate::gateway::core::backend::BackendBody;
 use crate::tensor::DataType;
 
 /// Whether a reply can stream: every output binary, of a fixed-size type
@@ -39,7 +38,7 @@ pub fn streamable(route: &Route, doc: &Document) -> bool {
 /// The streamed reply body.
 #[derive(Debug)]
 pub struct StreamBody {
-    upstream: Metered<Incoming>,
+    upstream: BackendBody,
     splitter: ChunkSplitter,
     pieces: Vec<Piece>,
     /// Each output's `varint blob_len | tensor head`, sent before its data.
@@ -57,7 +56,7 @@ pub struct StreamBody {
 pub fn body(
     doc: &Document,
     after: Bytes,
-    upstream: Metered<Incoming>,
+    upstream: BackendBody,
     durations: Durations,
 ) -> Result<StreamBody, reply::OutputError> {
     let names: Vec<&str> = doc.tensors.iter().map(|t| t.name.as_str()).collect();

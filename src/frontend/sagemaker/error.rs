@@ -5,7 +5,7 @@
 //! `OriginalStatusCode`, `OriginalMessage`) when the model failed.
 
 use bytes::Bytes;
-use http::header::{HeaderName, HeaderValue, RETRY_AFTER};
+use http::header::{HeaderName, HeaderValue};
 use http::{Response, StatusCode};
 use serde_json::json;
 
@@ -63,18 +63,12 @@ impl SageMakerError {
 
 /// `{"error": message}` with the error's status (container paths).
 pub fn render(e: GatewayError) -> Response<Body> {
-    let retry = retry_after(&e);
-    let mut resp = e.into_response();
-    if let Some(v) = retry {
-        resp.headers_mut().insert(RETRY_AFTER, v);
-    }
-    resp
+    e.into_response()
 }
 
 /// The AWS error shape (Runtime API path).
 pub fn render_aws(e: GatewayError) -> Response<Body> {
     let message = e.to_string();
-    let retry = retry_after(&e);
     let (status, kind, body) = match &e {
         GatewayError::BackendFailed {
             status, message: m, ..
@@ -123,12 +117,5 @@ pub fn render_aws(e: GatewayError) -> Response<Body> {
     if let Ok(v) = HeaderValue::from_str(&value) {
         h.insert(HeaderName::from_static("x-amzn-errortype"), v);
     }
-    if let Some(v) = retry {
-        h.insert(RETRY_AFTER, v);
-    }
     resp
-}
-
-fn retry_after(e: &GatewayError) -> Option<HeaderValue> {
-    (e.status() == StatusCode::SERVICE_UNAVAILABLE).then(|| HeaderValue::from_static("1"))
 }

@@ -29,6 +29,7 @@ use crate::gateway::dispatch::SageMakerTarget;
 use crate::gateway::error::GatewayError;
 use crate::gateway::headers::trace_headers;
 use crate::gateway::observe::Observation;
+use crate::gateway::upstream::{OutBody, Outgoing};
 use pipeline::{Job, Pipeline};
 
 /// Reply chunks buffered between the batch task and the client.
@@ -136,11 +137,15 @@ pub async fn ping<R: Routes>(
         route.sagemaker.default_model.as_deref().unwrap_or(""),
     );
     let x = routes.exchange(route, obs);
-    let mut req = Request::new(empty());
-    *req.uri_mut() = x.upstream.uri_for("/v2/health/ready");
+    let req = Outgoing {
+        method: http::Method::GET,
+        path: "/v2/health/ready".to_owned(),
+        headers: HeaderMap::new(),
+        body: OutBody::Empty,
+    };
     let ready = matches!(
-        x.upstream.send_within(req, PING_TIMEOUT).await,
-        Ok(resp) if resp.status().is_success()
+        tokio::time::timeout(PING_TIMEOUT, x.upstream.send(req, Some(obs))).await,
+        Ok(Ok(resp)) if resp.status().is_success()
     );
     let mut resp = Response::new(empty());
     if !ready {

@@ -179,7 +179,7 @@ async fn run_batch(job: &Job, batch: Batch) -> Result<(usize, InferReply), Gatew
     );
     check_request(x.route, &req.header)?;
     x.obs.elements("request", req.element_count());
-    let prepared = backend::prepare(x, req)?;
+    let prepared = backend::prepare(x, req).await?;
     match prepared.send(x, job.headers.clone()).await? {
         Sent::Failed(resp) => Err(backend::refusal(x, &job.model, resp).await),
         Sent::Reply(reply) => {

@@ -7,13 +7,13 @@ use std::task::{Context, Poll, ready};
 
 use bytes::Bytes;
 use http_body::Frame;
-use hyper::body::Incoming;
 
 use crate::codec::v2::framing::{ChunkSplitter, FramingError, Piece, ShortTensor};
 use crate::codec::v2::json_write::{DocWriter, TensorForm, ValueWriter, WriteError};
 use crate::codec::v2::{Document, EntryData};
 use crate::gateway::body::BoxError;
-use crate::gateway::observe::{Metered, Observation};
+use crate::gateway::core::backend::BackendBody;
+use crate::gateway::observe::Observation;
 use crate::tensor::Shape;
 
 /// Why a streamed reply was cut off.
@@ -43,7 +43,7 @@ pub enum StreamError {
 /// Streams a binary V2 response as all-JSON.
 #[derive(Debug)]
 pub struct JsonReplyBody {
-    upstream: Metered<Incoming>,
+    upstream: BackendBody,
     obs: Observation,
     /// Time spent converting, reported when the reply ends.
     busy: std::time::Duration,
@@ -63,7 +63,7 @@ pub struct JsonReplyBody {
 
 impl JsonReplyBody {
     pub fn new(
-        upstream: Metered<Incoming>,
+        upstream: BackendBody,
         doc: Document,
         after_header: Bytes,
         obs: Observation,

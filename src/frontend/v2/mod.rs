@@ -22,7 +22,7 @@ use crate::codec::v2::OutputSelection;
 use crate::config::ServerConfig;
 use crate::gateway::body::Body;
 use crate::gateway::client_body::ClientBody;
-use crate::gateway::core::{Exchange, InferRequest, ModelRef, backend};
+use crate::gateway::core::{Exchange, InferRequest, ModelRef, backend, raw_input};
 use crate::gateway::encoding::negotiate;
 use crate::gateway::error::GatewayError;
 use crate::gateway::headers::{strip_body_headers, strip_hop_by_hop};
@@ -66,6 +66,7 @@ pub async fn infer(
                     route: route.name.clone(),
                     violation,
                 })?;
+            raw_input::check(x, &model, raw.len() as u64).await?;
             let sent = backend::send_raw(x, &model, raw, headers).await?;
             let wanted = Wanted {
                 outputs: OutputSelection::all_binary(),
@@ -84,7 +85,7 @@ pub async fn infer(
         data,
     };
     x.obs.elements("request", req.element_count());
-    let prepared = backend::prepare(x, req)?;
+    let prepared = backend::prepare(x, req).await?;
     x.obs.translation("request", started.elapsed());
     let sent = prepared.send(x, headers).await?;
     let wanted = Wanted {

@@ -15,7 +15,7 @@ use std::time::Instant;
 
 use bytes::Bytes;
 use http::header::{self, HeaderValue};
-use http::{HeaderMap, Response, StatusCode};
+use http::{HeaderMap, Response};
 use http_body_util::BodyExt;
 
 use super::json_stream::JsonReplyBody;
@@ -26,10 +26,11 @@ use crate::codec::v2::json_write::{DocWriter, TensorForm, ValueWriter};
 use crate::codec::v2::{EntryData, TensorEntry};
 use crate::config::WireFormat;
 use crate::gateway::body::{Body, ChunksBody, PrefixedBody, full};
-use crate::gateway::client_body::concat;
-use crate::gateway::core::backend::{BackendReply, ReplyFraming, ReplyHead, Sent};
+use crate::gateway::core::backend::{
+    BackendReply, OFF_THREAD_BYTES, ReplyFraming, ReplyHead, Sent, off_thread,
+};
 use crate::gateway::core::{Exchange, InferReply, TensorData};
-use crate::gateway::encoding::{Coding, CompressBody, compress};
+use crate::gateway::encoding::{Coding, CompressBody, compress_all};
 use crate::gateway::error::GatewayError;
 use crate::gateway::headers::{strip_body_headers, strip_hop_by_hop};
 use crate::tensor::DataType;
@@ -104,7 +105,7 @@ pub async fn render(
         return Ok(stream_json(x, head, wanted.coding));
     }
     let (parts, reply) = head.collect(x).await?;
-    assemble(x, parts, reply, &wants, label, wanted.coding)
+    assemble(x, parts, reply, wants, label, wanted.coding).await
 }
 
 /// The backend's reply as it is, compressed if the client accepts it.
@@ -183,15 +184,69 @@ fn stream_json(x: Exchange<'_>, head: ReplyHead, coding: Coding) -> Response<Bod
 }
 
 /// Writes a collected reply whole: JSON outputs inline, binary outputs after
-/// the header.
-fn assemble(
+/// the header. A large reply is written (and compressed) on a blocking
+/// thread.
+async fn assemble(
     x: Exchange<'_>,
     mut parts: http::response::Parts,
     reply: InferReply,
-    wants: &[bool],
+    wants: Vec<bool>,
     label: BinaryLabel,
     coding: Coding,
 ) -> Result<Response<Body>, GatewayError> {
+    let size: u64 = reply.data.iter().map(TensorData::len).sum();
+    let route = x.route.name.clone();
+    let written = if size >= OFF_THREAD_BYTES {
+        off_thread(move || write_reply(&route, &reply, &wants, coding)).await?
+    } else {
+        write_reply(&route, &reply, &wants, coding)?
+    };
+    x.obs.translation("response", written.took);
+
+    strip_hop_by_hop(&mut parts.headers);
+    strip_body_headers(&mut parts.headers);
+    let headers = &mut parts.headers;
+    let header_len = written.header_len;
+    let content_type = if !written.any_binary {
+        HeaderValue::from_static("application/json")
+    } else if label == BinaryLabel::TritonSageMaker {
+        HeaderValue::from_str(&format!(
+            "{};json-header-size={header_len}",
+            framing::SAGEMAKER_BINARY_CONTENT_TYPE
+        ))
+        .unwrap_or(HeaderValue::from_static("application/octet-stream"))
+    } else {
+        headers.insert(IHCL_HEADER, HeaderValue::from(header_len));
+        HeaderValue::from_static("application/octet-stream")
+    };
+    headers.insert(header::CONTENT_TYPE, content_type);
+    let body = ChunksBody::new(written.chunks);
+    headers.insert(header::CONTENT_LENGTH, HeaderValue::from(body.len()));
+    if coding != Coding::Identity {
+        set_encoding(headers, coding);
+    }
+    Ok(Response::from_parts(parts, body.boxed()))
+}
+
+/// A reply written whole.
+struct Written {
+    /// The body: the JSON header then binary outputs, or all of it
+    /// compressed.
+    chunks: Vec<Bytes>,
+    /// The JSON header's length (uncompressed).
+    header_len: u64,
+    /// Some output is sent as binary data.
+    any_binary: bool,
+    /// Time spent writing JSON (not compressing).
+    took: std::time::Duration,
+}
+
+fn write_reply(
+    route: &str,
+    reply: &InferReply,
+    wants: &[bool],
+    coding: Coding,
+) -> Result<Written, GatewayError> {
     let started = Instant::now();
     let mut header = Vec::with_capacity(256);
     let mut w = DocWriter::new();
@@ -205,55 +260,32 @@ fn assemble(
                 w.tensor_open(t, TensorForm::Binary(data.len()), &mut header);
                 binary_chunks.extend(pieces.iter().cloned());
             }
-            TensorData::Pieces(pieces) => write_json_tensor(x, &mut w, t, pieces, &mut header)?,
+            TensorData::Pieces(pieces) => write_json_tensor(route, &mut w, t, pieces, &mut header)?,
         }
     }
     w.close(doc, &mut header);
-    x.obs.translation("response", started.elapsed());
-
-    strip_hop_by_hop(&mut parts.headers);
-    strip_body_headers(&mut parts.headers);
-    let headers = &mut parts.headers;
+    let took = started.elapsed();
     let header_len = header.len() as u64;
     let any_binary = wants
         .iter()
         .zip(&reply.data)
         .any(|(&w, d)| w && *d != TensorData::SharedMemory);
-    let content_type = if !any_binary {
-        HeaderValue::from_static("application/json")
-    } else if label == BinaryLabel::TritonSageMaker {
-        HeaderValue::from_str(&format!(
-            "{};json-header-size={header_len}",
-            framing::SAGEMAKER_BINARY_CONTENT_TYPE
-        ))
-        .unwrap_or(HeaderValue::from_static("application/octet-stream"))
-    } else {
-        headers.insert(IHCL_HEADER, HeaderValue::from(header_len));
-        HeaderValue::from_static("application/octet-stream")
-    };
-    headers.insert(header::CONTENT_TYPE, content_type);
-    let chunks = std::iter::once(Bytes::from(header)).chain(binary_chunks);
-    let body = if coding == Coding::Identity {
-        let body = ChunksBody::new(chunks);
-        headers.insert(header::CONTENT_LENGTH, HeaderValue::from(body.len()));
-        body.boxed()
-    } else {
-        let packed = compress(&concat(chunks.collect()), coding);
-        set_encoding(headers, coding);
-        headers.insert(
-            header::CONTENT_LENGTH,
-            HeaderValue::from(packed.len() as u64),
-        );
-        full(packed)
-    };
-    let status: StatusCode = parts.status;
-    let mut resp = Response::from_parts(parts, body);
-    *resp.status_mut() = status;
-    Ok(resp)
+    let mut chunks: Vec<Bytes> = std::iter::once(Bytes::from(header))
+        .chain(binary_chunks)
+        .collect();
+    if coding != Coding::Identity {
+        chunks = vec![compress_all(&chunks, coding)];
+    }
+    Ok(Written {
+        chunks,
+        header_len,
+        any_binary,
+        took,
+    })
 }
 
 fn write_json_tensor(
-    x: Exchange<'_>,
+    route: &str,
     w: &mut DocWriter,
     t: &TensorEntry,
     pieces: &[Bytes],
@@ -262,7 +294,7 @@ fn write_json_tensor(
     w.tensor_open(t, TensorForm::Json, out);
     let mut vw = ValueWriter::new(t.datatype);
     let not_json = |source| GatewayError::OutputNotJson {
-        route: x.route.name.clone(),
+        route: route.to_owned(),
         output: t.name.clone(),
         source,
     };

@@ -7,14 +7,13 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use http::{Request, StatusCode};
+use http::{HeaderMap, Method, StatusCode};
 use http_body_util::{BodyExt, Limited};
 use serde::Deserialize;
 
 use super::ModelRef;
-use crate::gateway::body::empty;
 use crate::gateway::error::GatewayError;
-use crate::gateway::upstream::Upstream;
+use crate::gateway::upstream::{OutBody, Outgoing, Upstream};
 use crate::tensor::DataType;
 
 /// Most bytes of a metadata reply the gateway reads.
@@ -154,9 +153,13 @@ impl MetadataCache {
 }
 
 async fn fetch(upstream: &Upstream, model: &ModelRef) -> Result<ModelMetadata, MetadataError> {
-    let mut req = Request::new(empty());
-    *req.uri_mut() = upstream.uri_for(&model.path());
-    let resp = upstream.send(req).await?;
+    let req = Outgoing {
+        method: Method::GET,
+        path: model.path(),
+        headers: HeaderMap::new(),
+        body: OutBody::Empty,
+    };
+    let resp = upstream.send(req, None).await?;
     let status = resp.status();
     let invalid = |detail: String| MetadataError::Invalid {
         backend: upstream.name().to_owned(),

@@ -1,7 +1,8 @@
 //! The inference core every frontend shares: the request and reply types
 //! ([`request`]), the checks of tensor heads against a route's rules
-//! ([`checks`]), the one client for V2 backends ([`backend`]) and the cache
-//! of backend model metadata ([`metadata`]).
+//! ([`checks`]), the one client for V2 backends ([`backend`]), the cache
+//! of backend model metadata ([`metadata`]) and the checks of raw binary
+//! requests that need it ([`raw_input`]).
 //!
 //! Nothing here knows which frontend called it: a frontend reads its
 //! protocol into an [`InferRequest`], hands it to [`backend::prepare`], and
@@ -12,6 +13,7 @@
 pub mod backend;
 pub mod checks;
 pub mod metadata;
+pub mod raw_input;
 pub mod request;
 
 pub use request::{InferReply, InferRequest, ModelRef, TensorData};

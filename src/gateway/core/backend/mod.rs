@@ -11,17 +11,21 @@ use std::time::Instant;
 
 use bytes::Bytes;
 use http::header::{self, HeaderValue};
-use http::{HeaderMap, Request, Response};
-use hyper::body::Incoming;
+use http::{HeaderMap, Response};
 
 pub use reply::{BackendReply, ReplyError, ReplyFraming, ReplyHead, ReplyStream};
 pub use request::RequestBody;
 
 use super::{Exchange, InferRequest, ModelRef};
 use crate::codec::v2::framing::IHCL_HEADER;
-use crate::gateway::body::ChunksBody;
+use crate::config::WireFormat;
 use crate::gateway::error::GatewayError;
 use crate::gateway::observe::Metered;
+use crate::gateway::upstream::{OutBody, Outgoing, UpstreamBody};
+
+/// A backend's reply body as the core reads it: counted, its pauses
+/// bounded, holding the backend's connection slot until it ends.
+pub type BackendBody = Metered<UpstreamBody>;
 
 /// What the backend answered.
 #[derive(Debug)]
@@ -29,7 +33,7 @@ pub enum Sent {
     /// A 2xx reply, still to be read.
     Reply(Box<BackendReply>),
     /// Any other status, with its body as the backend sends it.
-    Failed(Response<Metered<Incoming>>),
+    Failed(Response<BackendBody>),
 }
 
 /// A request built in the route's backend format, ready to send.
@@ -39,15 +43,39 @@ pub struct Prepared {
     body: RequestBody,
 }
 
+/// Requests and replies with at least this many data bytes are converted
+/// on a blocking thread, never on the runtime's.
+pub const OFF_THREAD_BYTES: u64 = 1 << 20;
+
+/// Runs CPU-heavy work on tokio's blocking pool; a panic in it goes on
+/// unwinding here.
+pub async fn off_thread<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
+    match tokio::task::spawn_blocking(f).await {
+        Ok(v) => v,
+        Err(e) => match e.try_into_panic() {
+            Ok(p) => std::panic::resume_unwind(p),
+            Err(e) => panic!("blocking conversion did not finish: {e}"),
+        },
+    }
+}
+
 /// Builds the backend request (the last step of translating a request;
-/// frontends time translation up to here).
-pub fn prepare(x: Exchange<'_>, req: InferRequest) -> Result<Prepared, GatewayError> {
+/// frontends time translation up to here). Writing a large request as JSON
+/// (for a JSON backend) happens on a blocking thread.
+pub async fn prepare(x: Exchange<'_>, req: InferRequest) -> Result<Prepared, GatewayError> {
     let InferRequest {
         model,
         header,
         data,
     } = req;
-    let body = request::build(&x.route.name, header, data, x.route.backend_format)?;
+    let format = x.route.backend_format;
+    let size: u64 = data.iter().map(super::TensorData::len).sum();
+    let body = if format == WireFormat::Json && size >= OFF_THREAD_BYTES {
+        let route = x.route.name.clone();
+        off_thread(move || request::build(&route, header, data, format)).await?
+    } else {
+        request::build(&x.route.name, header, data, format)?
+    };
     Ok(Prepared { model, body })
 }
 
@@ -84,7 +112,7 @@ const MAX_REFUSAL_BYTES: usize = 64 << 10;
 pub async fn refusal(
     x: Exchange<'_>,
     model: &ModelRef,
-    resp: Response<Metered<Incoming>>,
+    resp: Response<BackendBody>,
 ) -> GatewayError {
     let (parts, body) = resp.into_parts();
     let backend = x.upstream.name().to_owned();
@@ -132,13 +160,15 @@ async fn send_body(
     if let Some(n) = body.header_len {
         headers.insert(IHCL_HEADER, HeaderValue::from(n));
     }
-    let mut req = Request::new(ChunksBody::new(body.chunks).boxed());
-    *req.method_mut() = http::Method::POST;
-    *req.uri_mut() = x.upstream.uri_for(&model.infer_path());
-    *req.headers_mut() = headers;
+    let out = Outgoing {
+        method: http::Method::POST,
+        path: model.infer_path(),
+        headers,
+        body: OutBody::Chunks(body.chunks),
+    };
     x.obs.backend_out(len);
     let sent = Instant::now();
-    let resp = x.upstream.send(req).await?;
+    let resp = x.upstream.send(out, Some(x.obs)).await?;
     x.obs.upstream_first_byte(sent.elapsed());
     let (parts, body) = resp.into_parts();
     let body = x.obs.backend_body(body, sent);

@@ -10,8 +10,8 @@ use std::time::Instant;
 use bytes::Bytes;
 use http::header;
 use http_body_util::BodyExt;
-use hyper::body::Incoming;
 
+use super::BackendBody;
 use crate::codec::v2::framing::{self, FramingError, HeaderReader, IHCL_HEADER};
 use crate::codec::v2::{
     BinaryCollector, DocError, DocKind, DocLimits, DocParser, Document, EntryData, collect,
@@ -19,7 +19,6 @@ use crate::codec::v2::{
 use crate::gateway::client_body::concat;
 use crate::gateway::core::{Exchange, InferReply, TensorData};
 use crate::gateway::error::GatewayError;
-use crate::gateway::observe::Metered;
 use crate::gateway::upstream::Upstream;
 use crate::rules::Side;
 use crate::tensor::{BytesLayoutError, DataType, bytes_layout};
@@ -64,7 +63,7 @@ pub enum ReplyFraming {
 /// deadline for the parts the gateway must hold.
 #[derive(Debug)]
 pub struct ReplyStream {
-    inner: Metered<Incoming>,
+    inner: BackendBody,
     upstream: Upstream,
     deadline: Instant,
 }
@@ -111,7 +110,7 @@ impl ReplyStream {
     }
 
     /// The body itself, for a reply passed on as it streams.
-    pub fn into_inner(self) -> Metered<Incoming> {
+    pub fn into_inner(self) -> BackendBody {
         self.inner
     }
 }
@@ -150,7 +149,7 @@ impl BackendReply {
     pub(super) fn new(
         x: Exchange<'_>,
         parts: http::response::Parts,
-        body: Metered<Incoming>,
+        body: BackendBody,
         deadline: Instant,
     ) -> Result<BackendReply, GatewayError> {
         let bad = |e: FramingError| bad_response(x, ReplyError::Framing(e));
@@ -182,7 +181,7 @@ impl BackendReply {
     }
 
     /// The reply as it is, for frontends that pass it on unread.
-    pub fn into_stream(self) -> (http::response::Parts, Metered<Incoming>) {
+    pub fn into_stream(self) -> (http::response::Parts, BackendBody) {
         (self.parts, self.body.inner)
     }
 
@@ -201,8 +200,16 @@ impl BackendReply {
                 let all = body
                     .collect(Bytes::new(), limits.max_response_bytes, &x.route.name)
                     .await?;
-                let doc = DocParser::parse(DocKind::Response, response_limits(), &all)
-                    .map_err(|e| bad_response(x, ReplyError::Document(e)))?;
+                let parse = {
+                    let all = all.clone();
+                    move || DocParser::parse(DocKind::Response, response_limits(), &all)
+                };
+                let parsed = if all.len() as u64 >= super::OFF_THREAD_BYTES {
+                    super::off_thread(parse).await
+                } else {
+                    parse()
+                };
+                let doc = parsed.map_err(|e| bad_response(x, ReplyError::Document(e)))?;
                 (doc, all, Bytes::new())
             }
         };

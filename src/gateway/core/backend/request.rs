@@ -82,36 +82,72 @@ fn binary(header: &Document, data: Vec<TensorData>) -> RequestBody {
     }
 }
 
+/// JSON text is handed on in pieces of about this size: the body is built
+/// without a reservation sized from the data and without copying it on
+/// every reallocation.
+const JSON_PIECE: usize = 1 << 20;
+
+/// Binary data is written to JSON this much at a time (at most five bytes
+/// of text per byte: `-128,`), so a piece overshoots by at most ~320 KiB.
+const WRITE_SLICE: usize = 64 << 10;
+
 fn json(route: &str, header: &Document, data: &[TensorData]) -> Result<RequestBody, GatewayError> {
-    let mut out =
-        Vec::with_capacity(256 + data.iter().map(|d| d.len() as usize * 3).sum::<usize>());
+    let estimate = 256 + data.iter().map(|d| d.len() as usize).sum::<usize>();
+    let mut pieces = JsonPieces {
+        done: Vec::new(),
+        out: Vec::with_capacity(estimate.min(JSON_PIECE)),
+    };
     let mut w = DocWriter::new();
-    w.open(header, &mut out);
+    w.open(header, &mut pieces.out);
     for (t, bytes) in header.tensors.iter().zip(data) {
         match bytes {
-            TensorData::SharedMemory => w.tensor_open(t, TensorForm::AsIs, &mut out),
-            TensorData::Pieces(pieces) => {
-                w.tensor_open(t, TensorForm::Json, &mut out);
+            TensorData::SharedMemory => w.tensor_open(t, TensorForm::AsIs, &mut pieces.out),
+            TensorData::Pieces(data) => {
+                w.tensor_open(t, TensorForm::Json, &mut pieces.out);
                 let mut vw = ValueWriter::new(t.datatype);
                 let not_json = |source| GatewayError::InputNotJson {
                     route: route.to_owned(),
                     input: t.name.clone(),
                     source,
                 };
-                for p in pieces {
-                    vw.write(p, &mut out).map_err(not_json)?;
+                for slice in data.iter().flat_map(|p| p.chunks(WRITE_SLICE)) {
+                    vw.write(slice, &mut pieces.out).map_err(not_json)?;
+                    pieces.cut();
                 }
                 vw.finish().map_err(not_json)?;
-                w.tensor_close(&mut out);
+                w.tensor_close(&mut pieces.out);
             }
         }
     }
-    w.close(header, &mut out);
+    w.close(header, &mut pieces.out);
+    pieces.cut_last();
     Ok(RequestBody {
-        chunks: vec![Bytes::from(out)],
+        chunks: pieces.done,
         header_len: None,
         content_type: "application/json",
     })
+}
+
+/// JSON text written so far: full pieces, and the one being written.
+struct JsonPieces {
+    done: Vec<Bytes>,
+    out: Vec<u8>,
+}
+
+impl JsonPieces {
+    fn cut(&mut self) {
+        if self.out.len() >= JSON_PIECE {
+            self.cut_last();
+            self.out = Vec::with_capacity(JSON_PIECE + 2 * WRITE_SLICE);
+        }
+    }
+
+    fn cut_last(&mut self) {
+        let out = std::mem::take(&mut self.out);
+        if !out.is_empty() {
+            self.done.push(Bytes::from(out));
+        }
+    }
 }
 
 /// Sets a request-level parameter, creating `"parameters"` if needed.
@@ -179,6 +215,34 @@ fn drop_binary_flags(doc: &mut Document) {
 mod tests {
     use super::*;
     use crate::codec::v2::{DocKind, DocLimits, DocParser};
+
+    #[test]
+    fn json_bodies_come_in_bounded_pieces() {
+        let doc = DocParser::parse(
+            DocKind::Request,
+            DocLimits::default(),
+            br#"{"inputs":[{"name":"A","datatype":"INT8","shape":[3000000],"parameters":{"binary_data_size":3000000}}]}"#,
+        )
+        .unwrap();
+        let data = vec![TensorData::Pieces(vec![Bytes::from(vec![
+            0x80u8;
+            3_000_000
+        ])])];
+        let body = build("r", doc, data, WireFormat::Json).unwrap();
+        // "-128," is five bytes per element.
+        assert_eq!(body.len(), 15_000_000 - 1 + 71);
+        assert!(body.chunks.len() >= 11, "{}", body.chunks.len());
+        assert!(
+            body.chunks
+                .iter()
+                .all(|c| c.len() < JSON_PIECE + 5 * WRITE_SLICE)
+        );
+        let text: Vec<u8> = body.chunks.iter().flat_map(|c| c.to_vec()).collect();
+        assert!(text.starts_with(
+            br#"{"inputs":[{"name":"A","datatype":"INT8","shape":[3000000],"data":[-128,-128"#
+        ));
+        assert!(text.ends_with(b"-128]}]}"));
+    }
 
     fn header_of(json: &str) -> String {
         let doc =

@@ -1,0 +1,179 @@
+//! What a failed backend exchange means: whether any of the request can
+//! have reached the backend (and so whether it may be sent again), the
+//! gateway error the client gets, and the detail only the log gets.
+
+use http::Method;
+
+use super::body::{Stalled, StreamStalled};
+use crate::gateway::encoding::DecodeError;
+use crate::gateway::error::GatewayError;
+
+/// A failed exchange, as far as retrying cares.
+#[derive(Debug)]
+pub(super) enum Failure {
+    /// No connection was made: nothing of the request was sent.
+    Connect { detail: String },
+    /// Connecting took longer than `connect_timeout`.
+    ConnectTimeout,
+    /// The connection failed after the request was handed to it: some of
+    /// it may have been read by the backend.
+    Closed { detail: String },
+    /// The backend's reply head was not HTTP.
+    Parse { detail: String },
+    /// The request's own body failed (limit, stall, client gone): the
+    /// client's doing, never retried.
+    Body(GatewayError),
+}
+
+impl Failure {
+    /// Whether sending the same request again is safe: nothing was sent,
+    /// or the method is idempotent and the connection failed.
+    pub fn retryable(&self, method: &Method) -> bool {
+        match self {
+            Failure::Connect { .. } => true,
+            Failure::Closed { .. } => {
+                matches!(*method, Method::GET | Method::HEAD | Method::OPTIONS)
+            }
+            _ => false,
+        }
+    }
+
+    /// The detail for the log (never shown to clients).
+    pub fn detail(&self) -> &str {
+        match self {
+            Failure::Connect { detail }
+            | Failure::Closed { detail }
+            | Failure::Parse { detail } => detail,
+            Failure::ConnectTimeout => "connect timeout",
+            Failure::Body(_) => "request body failed",
+        }
+    }
+}
+
+/// Classifies a client error.
+pub(super) fn classify(e: &hyper_util::client::legacy::Error) -> Failure {
+    if let Some(body) = request_body_failure(e) {
+        return Failure::Body(body);
+    }
+    let io = source_of::<std::io::Error>(e);
+    let detail = io.map_or_else(|| error_chain(e), |io| io.to_string());
+    if e.is_connect() {
+        if io.is_some_and(|io| io.kind() == std::io::ErrorKind::TimedOut) {
+            return Failure::ConnectTimeout;
+        }
+        return Failure::Connect { detail };
+    }
+    let hyper_err = source_of::<hyper::Error>(e);
+    if hyper_err.is_some_and(|h| h.is_parse() || h.is_parse_status()) {
+        return Failure::Parse { detail };
+    }
+    Failure::Closed { detail }
+}
+
+/// The gateway error for a request body that failed while it was being
+/// forwarded. A body over its limit comes back without route and limit:
+/// the caller, which knows them, fills them in.
+fn request_body_failure(e: &(dyn std::error::Error + 'static)) -> Option<GatewayError> {
+    if source_of::<http_body_util::LengthLimitError>(e).is_some() {
+        return Some(GatewayError::BodyTooLarge {
+            route: String::new(),
+            limit: 0,
+        });
+    }
+    if let Some(d) = source_of::<DecodeError>(e) {
+        return Some(match d {
+            DecodeError::TooLarge => GatewayError::BodyTooLarge {
+                route: String::new(),
+                limit: 0,
+            },
+            DecodeError::Corrupt(detail) => GatewayError::BadEncoding {
+                encoding: "",
+                detail: detail.clone(),
+            },
+        });
+    }
+    if source_of::<StreamStalled>(e).is_some_and(|s| s.side == Stalled::Client) {
+        return Some(GatewayError::ClientTimeout);
+    }
+    // The client's own body failed (it went away mid-upload).
+    let user = source_of::<hyper::Error>(e).is_some_and(hyper::Error::is_user);
+    user.then(|| GatewayError::ClientBody {
+        detail: "the request body ended early".into(),
+    })
+}
+
+pub(super) fn source_of<'a, T: std::error::Error + 'static>(
+    e: &'a (dyn std::error::Error + 'static),
+) -> Option<&'a T> {
+    let mut cur: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(err) = cur {
+        if let Some(t) = err.downcast_ref::<T>() {
+            return Some(t);
+        }
+        // `io::Error` hides a custom error behind `get_ref`, not `source`.
+        if let Some(inner) = err
+            .downcast_ref::<std::io::Error>()
+            .and_then(std::io::Error::get_ref)
+            && let Some(t) = inner.downcast_ref::<T>()
+        {
+            return Some(t);
+        }
+        cur = err.source();
+    }
+    None
+}
+
+/// `a: b: c` from an error and its sources.
+pub fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut out = e.to_string();
+    let mut cur = e.source();
+    while let Some(s) = cur {
+        let text = s.to_string();
+        if !out.contains(&text) {
+            out.push_str(": ");
+            out.push_str(&text);
+        }
+        cur = s.source();
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_unsent_or_idempotent_requests_are_retried() {
+        let connect = Failure::Connect {
+            detail: "refused".into(),
+        };
+        let closed = Failure::Closed {
+            detail: "reset".into(),
+        };
+        assert!(connect.retryable(&Method::POST));
+        assert!(closed.retryable(&Method::GET));
+        assert!(closed.retryable(&Method::HEAD));
+        assert!(!closed.retryable(&Method::POST));
+        assert!(!closed.retryable(&Method::PUT));
+        assert!(!Failure::ConnectTimeout.retryable(&Method::GET));
+        assert!(
+            !Failure::Parse {
+                detail: String::new()
+            }
+            .retryable(&Method::GET)
+        );
+    }
+
+    #[test]
+    fn custom_io_errors_are_found() {
+        let e = std::io::Error::other(StreamStalled {
+            side: Stalled::Client,
+            idle: std::time::Duration::from_secs(1),
+        });
+        assert!(source_of::<StreamStalled>(&e).is_some());
+        assert!(matches!(
+            request_body_failure(&e),
+            Some(GatewayError::ClientTimeout)
+        ));
+    }
+}
