@@ -18,8 +18,7 @@ pub fn parse(text: &str) -> Option<i64> {
     };
     let (y, m, d) = (num(0..4)?, num(4..6)?, num(6..8)?);
     let (hh, mm, ss) = (num(9..11)?, num(11..13)?, num(13..15)?);
-    if !(1..=12).contains(&m) || d < 1 || d > days_in_month(y, m) || hh > 23 || mm > 59 || ss > 59
-    {
+    if !(1..=12).contains(&m) || d < 1 || d > days_in_month(y, m) || hh > 23 || mm > 59 || ss > 59 {
         return None;
     }
     Some(days_from_civil(y, m, d) * 86_400 + hh * 3600 + mm * 60 + ss)

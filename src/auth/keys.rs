@@ -325,7 +325,10 @@ mod tests {
             assert_eq!(e, expected, "in {text:?}");
             assert!(!e.contains(A) && !e.contains(B), "{e}");
         };
-        check(&format!("alice {A}\n"), "keys.txt line 1: expected NAME:KEY");
+        check(
+            &format!("alice {A}\n"),
+            "keys.txt line 1: expected NAME:KEY",
+        );
         check(
             &format!("\n{A}.:alice\n"),
             "keys.txt line 2: the key is 5 characters; at least 16 are required",

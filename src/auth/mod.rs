@@ -118,7 +118,10 @@ mod tests {
     fn check(headers: &[(&str, &str)], expected: Presented<'_>) {
         let mut map = HeaderMap::new();
         for (k, v) in headers {
-            map.append(http::HeaderName::from_bytes(k.as_bytes()).unwrap(), v.parse().unwrap());
+            map.append(
+                http::HeaderName::from_bytes(k.as_bytes()).unwrap(),
+                v.parse().unwrap(),
+            );
         }
         assert_eq!(presented(&map), expected, "{headers:?}");
     }
@@ -150,11 +153,15 @@ mod tests {
         );
         check(
             &[("authorization", "Basic dTpw")],
-            Presented::Unreadable("an Authorization scheme other than Bearer (or AWS4-HMAC-SHA256)"),
+            Presented::Unreadable(
+                "an Authorization scheme other than Bearer (or AWS4-HMAC-SHA256)",
+            ),
         );
         check(
             &[("authorization", "Bearer ")],
-            Presented::Unreadable("an Authorization scheme other than Bearer (or AWS4-HMAC-SHA256)"),
+            Presented::Unreadable(
+                "an Authorization scheme other than Bearer (or AWS4-HMAC-SHA256)",
+            ),
         );
         check(
             &[("authorization", "Bearer a"), ("authorization", "Bearer a")],

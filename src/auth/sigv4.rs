@@ -121,7 +121,10 @@ impl Authorization {
             .ok_or(malformed("not AWS4-HMAC-SHA256"))?;
         let (mut credential, mut signed, mut signature) = (None, None, None);
         for part in rest.split(',') {
-            let (name, v) = part.trim().split_once('=').ok_or(malformed("a part without '='"))?;
+            let (name, v) = part
+                .trim()
+                .split_once('=')
+                .ok_or(malformed("a part without '='"))?;
             let slot = match name {
                 "Credential" => &mut credential,
                 "SignedHeaders" => &mut signed,
@@ -135,11 +138,15 @@ impl Authorization {
         let credential = credential.ok_or(malformed("no Credential"))?;
         let scope: Vec<&str> = credential.split('/').collect();
         let [access_key, date, region, service, "aws4_request"] = scope.as_slice() else {
-            return Err(malformed("Credential is not ID/DATE/REGION/SERVICE/aws4_request"));
+            return Err(malformed(
+                "Credential is not ID/DATE/REGION/SERVICE/aws4_request",
+            ));
         };
         let nonempty = [access_key, region, service].iter().all(|s| !s.is_empty());
         if !nonempty || date.len() != 8 || !date.bytes().all(|b| b.is_ascii_digit()) {
-            return Err(malformed("Credential is not ID/DATE/REGION/SERVICE/aws4_request"));
+            return Err(malformed(
+                "Credential is not ID/DATE/REGION/SERVICE/aws4_request",
+            ));
         }
         let signed_headers: Vec<String> = signed
             .ok_or(malformed("no SignedHeaders"))?
@@ -152,7 +159,9 @@ impl Authorization {
                     .all(|b| b.is_ascii_graphic() && !b.is_ascii_uppercase())
         };
         if signed_headers.len() > MAX_SIGNED_HEADERS || !signed_headers.iter().all(header_name) {
-            return Err(malformed("SignedHeaders is not a list of lowercase header names"));
+            return Err(malformed(
+                "SignedHeaders is not a list of lowercase header names",
+            ));
         }
         let signature = signature
             .and_then(unhex32)
@@ -169,7 +178,10 @@ impl Authorization {
 
     /// `DATE/REGION/SERVICE/aws4_request`.
     pub fn scope(&self) -> String {
-        format!("{}/{}/{}/aws4_request", self.date, self.region, self.service)
+        format!(
+            "{}/{}/{}/aws4_request",
+            self.date, self.region, self.service
+        )
     }
 
     /// The checks that need no body and no secret: the timestamp is there,
@@ -269,9 +281,16 @@ pub fn canonical_request(req: &Signed<'_>, signed: &[String]) -> Result<String, 
 
 /// `name`'s values trimmed, inner runs of spaces collapsed, joined by `,`.
 fn canonical_value(req: &Signed<'_>, name: &str, out: &mut String) -> Result<(), SigV4Error> {
-    let mut values = req.headers.get_all(name).iter().map(|v| v.as_bytes()).peekable();
+    let mut values = req
+        .headers
+        .get_all(name)
+        .iter()
+        .map(|v| v.as_bytes())
+        .peekable();
     let authority = req.authority.map(str::as_bytes);
-    let fallback = (name == "host" && values.peek().is_none()).then_some(authority).flatten();
+    let fallback = (name == "host" && values.peek().is_none())
+        .then_some(authority)
+        .flatten();
     let mut any = false;
     for value in values.chain(fallback) {
         if any {

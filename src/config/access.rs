@@ -86,7 +86,12 @@ pub(super) struct KeyFiles {
 impl KeyFiles {
     /// The keys of `path`; the first failure to read a file is reported at
     /// `key`, later uses of the same file only get `None`.
-    pub fn load(&mut self, path: &Path, sigv4: bool, key: &str) -> Result<Arc<KeySet>, Option<ConfigError>> {
+    pub fn load(
+        &mut self,
+        path: &Path,
+        sigv4: bool,
+        key: &str,
+    ) -> Result<Arc<KeySet>, Option<ConfigError>> {
         if let Some(done) = self.read.get(&(path.to_owned(), sigv4)) {
             return done.clone().ok_or(None);
         }
@@ -123,7 +128,10 @@ impl Config {
             match files.load(&auth.keys_file, auth.sigv4, &key) {
                 Ok(keys) => {
                     let mut r: Route = (**route).clone();
-                    r.auth = Some(RouteAuth { keys, ..auth.clone() });
+                    r.auth = Some(RouteAuth {
+                        keys,
+                        ..auth.clone()
+                    });
                     routes.push(Arc::new(r));
                 }
                 Err(e) => errors.extend(e),

@@ -38,6 +38,8 @@ pub struct Record<'a> {
     pub path: &'a str,
     pub route: &'a str,
     pub model: &'a str,
+    /// The name of the caller's key (empty without one); never the key.
+    pub key: &'a str,
     pub status: u16,
     pub completed: bool,
     pub client_bytes_in: u64,
@@ -144,6 +146,7 @@ fn text(out: &mut Vec<u8>, now: Duration, r: &Record<'_>) {
         ("path", r.path),
         ("route", r.route),
         ("model", r.model),
+        ("key", r.key),
     ] {
         text_key(out, k);
         text_str(out, v);
@@ -173,6 +176,7 @@ fn json(out: &mut Vec<u8>, now: Duration, r: &Record<'_>) {
         ("path", r.path),
         ("route", r.route),
         ("model", r.model),
+        ("key", r.key),
     ] {
         json_key(out, k);
         crate::codec::v2::strings::write_json_string(v.as_bytes(), out);
@@ -294,6 +298,7 @@ mod tests {
             path: "/v2/models/a b/infer",
             route: "default",
             model: "",
+            key: "alice",
             status: 200,
             completed: true,
             client_bytes_in: 10,
@@ -322,7 +327,7 @@ mod tests {
         text(&mut out, Duration::new(0, 0), &record());
         assert_eq!(
             std::str::from_utf8(&out).unwrap(),
-            "1970-01-01T00:00:00.000000Z  INFO tensorgate::access: request request_id=abc kind=v2 method=POST path=\"/v2/models/a b/infer\" route=default model=\"\" status=200 completed=true client_bytes_in=10 backend_bytes_out=20 backend_bytes_in=30 client_bytes_out=40 upstream_first_byte_ms=1.234 upstream_total_ms=0.056 duration_ms=12000.001\n"
+            "1970-01-01T00:00:00.000000Z  INFO tensorgate::access: request request_id=abc kind=v2 method=POST path=\"/v2/models/a b/infer\" route=default model=\"\" key=alice status=200 completed=true client_bytes_in=10 backend_bytes_out=20 backend_bytes_in=30 client_bytes_out=40 upstream_first_byte_ms=1.234 upstream_total_ms=0.056 duration_ms=12000.001\n"
         );
     }
 
@@ -337,6 +342,7 @@ mod tests {
         assert_eq!(v["duration_ms"], 12000.001);
         assert_eq!(v["upstream_total_ms"], 0.056);
         assert_eq!(v["path"], "/v2/models/a b/infer");
+        assert_eq!(v["key"], "alice");
         assert_eq!(v["target"], "tensorgate::access");
     }
 }

@@ -10,7 +10,7 @@ use super::body::Body;
 use super::client_body::check_declared_length;
 use super::core::Exchange;
 use super::error::GatewayError;
-use super::headers::strip_hop_by_hop;
+use super::headers::{strip_credentials, strip_hop_by_hop};
 
 /// Forwards `req` to the route's backend; a request body over the route's
 /// `max_body_bytes` is cut off (the backend sees an aborted request).
@@ -24,6 +24,9 @@ pub async fn forward(
     let (mut parts, body) = req.into_parts();
     check_declared_length(&parts.headers, route, max_body)?;
     strip_hop_by_hop(&mut parts.headers);
+    if x.route.auth.is_some() {
+        strip_credentials(&mut parts.headers);
+    }
     parts.headers.remove(header::HOST);
     let path = parts.uri.path_and_query().map_or("/", |p| p.as_str());
     parts.uri = upstream.uri_for(path);

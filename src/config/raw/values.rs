@@ -187,7 +187,9 @@ impl PerSecond {
         if v > 0.0 && v <= Self::MAX {
             Ok(v)
         } else {
-            Err(E::custom(format!("must be above 0 and at most 1e12, got {v}")))
+            Err(E::custom(format!(
+                "must be above 0 and at most 1e12, got {v}"
+            )))
         }
     }
 }

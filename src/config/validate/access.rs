@@ -77,20 +77,22 @@ impl Check<'_> {
 
     /// One table of rates at `key`; it must set a rate unless `may_be_empty`.
     fn rates(&mut self, key: &str, raw: RawRates, may_be_empty: bool) -> Rates {
-        let mut rate = |per_second: Option<f64>, burst: Option<u64>, names: [&str; 2]| {
-            match (per_second, burst) {
-                (Some(per_second), burst) => Some(Rate {
-                    per_second,
-                    burst: burst.unwrap_or_else(|| Rate::default_burst(per_second)),
-                }),
-                (None, Some(_)) => {
-                    let message = format!("needs {}", names[0]);
-                    self.errors
-                        .push(crate::config::ConfigError::new(format!("{key}.{}", names[1]), message));
-                    None
-                }
-                (None, None) => None,
+        let mut rate = |per_second: Option<f64>, burst: Option<u64>, names: [&str; 2]| match (
+            per_second, burst,
+        ) {
+            (Some(per_second), burst) => Some(Rate {
+                per_second,
+                burst: burst.unwrap_or_else(|| Rate::default_burst(per_second)),
+            }),
+            (None, Some(_)) => {
+                let message = format!("needs {}", names[0]);
+                self.errors.push(crate::config::ConfigError::new(
+                    format!("{key}.{}", names[1]),
+                    message,
+                ));
+                None
             }
+            (None, None) => None,
         };
         let rates = Rates {
             requests: rate(

@@ -13,8 +13,8 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 
-use super::raw::{RawBackend, RawConfig, RawLimits, RawServer, Stage1, Table};
 use super::access::KeyFiles;
+use super::raw::{RawBackend, RawConfig, RawLimits, RawServer, Stage1, Table};
 use super::{Backend, Config, ConfigError, Limits, ServerConfig};
 
 /// Overwrites each field of `$target` that `$raw` sets (raw values are

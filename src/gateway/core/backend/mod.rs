@@ -40,8 +40,11 @@ pub struct Prepared {
 }
 
 /// Builds the backend request (the last step of translating a request;
-/// frontends time translation up to here).
+/// frontends time translation up to here). The request's tensor elements
+/// are charged to the caller's element rate limits first: this is where
+/// every frontend's request is whole and its element count known.
 pub fn prepare(x: Exchange<'_>, req: InferRequest) -> Result<Prepared, GatewayError> {
+    x.obs.charge_elements(req.element_count())?;
     let InferRequest {
         model,
         header,
