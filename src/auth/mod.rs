@@ -7,7 +7,7 @@
 //! formats or returns a key, a digest or a signature; errors name files,
 //! lines and (once a key matched) key names only.
 
-mod amzdate;
+pub mod amzdate;
 pub mod keys;
 pub mod sigv4;
 

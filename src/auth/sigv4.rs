@@ -248,8 +248,11 @@ pub fn verify(
     let stamp = auth.check_time(req.headers, now)?;
     let canonical = canonical_request(req, &auth.signed_headers)?;
     let to_sign = string_to_sign(stamp, &auth.scope(), &canonical);
-    let key = signing_key(secret, &auth.date, &auth.region, &auth.service);
-    let expected = hmac(&key, to_sign.as_bytes()).ok_or(SigV4Error::Mismatch)?;
+    // HMAC takes keys of any length, so these are never `None`; if they
+    // were, the request would be refused, never let through.
+    let expected = signing_key(secret, &auth.date, &auth.region, &auth.service)
+        .and_then(|key| signature(&key, &to_sign))
+        .ok_or(SigV4Error::Mismatch)?;
     if bool::from(expected.ct_eq(&auth.signature)) {
         Ok(())
     } else {
@@ -396,18 +399,20 @@ pub fn string_to_sign(stamp: &str, scope: &str, canonical: &str) -> String {
 
 /// The signing key: HMAC-SHA256 chained over the date, region, service and
 /// `aws4_request`, starting from `AWS4` + the secret.
-pub fn signing_key(secret: &[u8], date: &str, region: &str, service: &str) -> [u8; 32] {
+pub fn signing_key(secret: &[u8], date: &str, region: &str, service: &str) -> Option<[u8; 32]> {
     let mut k = Vec::with_capacity(secret.len() + 4);
     k.extend_from_slice(b"AWS4");
     k.extend_from_slice(secret);
-    let mut key = [0u8; 32];
-    let mut current: &[u8] = &k;
-    for part in [date, region, service, "aws4_request"] {
-        // HMAC accepts keys of any length: never `None` here.
-        key = hmac(current, part.as_bytes()).unwrap_or_default();
-        current = &key;
+    let mut key = hmac(&k, date.as_bytes())?;
+    for part in [region, service, "aws4_request"] {
+        key = hmac(&key, part.as_bytes())?;
     }
-    key
+    Some(key)
+}
+
+/// The signature of `to_sign` with a signing key.
+pub fn signature(key: &[u8; 32], to_sign: &str) -> Option<[u8; 32]> {
+    hmac(key, to_sign.as_bytes())
 }
 
 fn hmac(key: &[u8], msg: &[u8]) -> Option<[u8; 32]> {
