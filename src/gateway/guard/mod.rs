@@ -17,6 +17,14 @@
 //!
 //! State: the buckets live in [`limits::Registry`], outside the
 //! configuration; keys live in the configuration (`RouteAuth::keys`).
+//! Reloading: [`crate::config::Config::reload_keys`] re-reads the key files
+//! of a configuration (a full reload reads them anyway); a gateway for the
+//! new configuration built with
+//! [`Gateway::with_registry`](crate::gateway::Gateway::with_registry) and
+//! the old gateway's [`registry`](crate::gateway::Gateway::registry) keeps
+//! the buckets of every route and key both name (with their tokens), and
+//! `Metrics::init_series` gives new key names their zero series.
+//!
 //! Never logs or renders a key: errors and the access log name keys by
 //! their names.
 
