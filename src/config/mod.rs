@@ -9,6 +9,7 @@
 //! trusts it. Configuration never does network I/O and never panics on bad
 //! input. Every key is documented in `config/tensorgate.example.toml`.
 
+mod attach;
 mod backend;
 mod build;
 mod duration;
@@ -23,12 +24,12 @@ mod validate;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-pub use backend::Backend;
+pub use backend::{Backend, DnsName, Ejection, HealthChecks, Replicas, Retries};
 pub use error::{ConfigError, ConfigErrors};
 pub use frontends::{DecthingsRoute, MultipleTensors, SageMakerOutput, SageMakerRoute};
 pub use load::{from_str, load_file};
-pub use route::{Control, Route, WireFormat};
-pub use server::{DEFAULT_ADMIN_LISTEN, DEFAULT_LISTEN, Limits, ServerConfig};
+pub use route::{Control, Route, Shadow, Weighted, WireFormat};
+pub use server::{DEFAULT_ADMIN_LISTEN, DEFAULT_LISTEN, Limits, Readyz, ServerConfig};
 
 /// The whole, validated configuration.
 #[derive(Clone, Debug)]

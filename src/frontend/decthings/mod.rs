@@ -38,7 +38,14 @@ use crate::gateway::observe::Observation;
 /// make an [`Exchange`] for the route it chooses.
 pub trait Routes {
     fn config(&self) -> &Config;
-    fn exchange<'a>(&'a self, route: &'a Route, obs: &'a Observation) -> Exchange<'a>;
+    /// The exchange for a request bound to `route`: the backend chosen
+    /// for it (by weight, or the one `x-tensorgate-backend` names where
+    /// allowed).
+    fn exchange<'a>(
+        &'a self,
+        route: &'a Route,
+        obs: &'a Observation,
+    ) -> Result<Exchange<'a>, GatewayError>;
 }
 
 /// The route and backend model a call is for, if any route serves
@@ -102,7 +109,7 @@ pub async fn evaluate<R: Routes>(
     obs.bind(route, &model);
     obs.client_in(body.wire_bytes());
     request::check_size(route, &call.params, bytes.len() as u64)?;
-    let x = routes.exchange(route, obs);
+    let x = routes.exchange(route, obs)?;
     let model = ModelRef {
         name: model,
         version: call.snapshot_id,

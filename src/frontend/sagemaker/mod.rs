@@ -29,7 +29,7 @@ use crate::gateway::dispatch::SageMakerTarget;
 use crate::gateway::error::GatewayError;
 use crate::gateway::headers::trace_headers;
 use crate::gateway::observe::Observation;
-use crate::gateway::upstream::{OutBody, Outgoing};
+use crate::gateway::upstream::Outgoing;
 use pipeline::{Job, Pipeline};
 
 /// Reply chunks buffered between the batch task and the client.
@@ -53,7 +53,7 @@ pub async fn invoke<R: Routes>(
     let (parts, body) = req.into_parts();
     let (route, model) = target::resolve(config, target, &parts.headers)?;
     obs.bind(route, &model);
-    let x = routes.exchange(route, obs);
+    let x = routes.exchange(route, obs)?;
     let content_type = header_str(&parts.headers, header::CONTENT_TYPE).unwrap_or("");
     let format = sagemaker::request_format(content_type).map_err(sm)?;
     let reply_type =
@@ -84,6 +84,7 @@ pub async fn invoke<R: Routes>(
     let job = Job {
         route: route.clone(),
         upstream: x.upstream.clone(),
+        shadow: x.shadow.cloned(),
         obs: obs.clone(),
         model,
         input,
@@ -136,13 +137,8 @@ pub async fn ping<R: Routes>(
         route,
         route.sagemaker.default_model.as_deref().unwrap_or(""),
     );
-    let x = routes.exchange(route, obs);
-    let req = Outgoing {
-        method: http::Method::GET,
-        path: "/v2/health/ready".to_owned(),
-        headers: HeaderMap::new(),
-        body: OutBody::Empty,
-    };
+    let x = routes.exchange(route, obs)?;
+    let req = Outgoing::get("/v2/health/ready");
     let ready = matches!(
         tokio::time::timeout(PING_TIMEOUT, x.upstream.send(req, Some(obs))).await,
         Ok(Ok(resp)) if resp.status().is_success()
