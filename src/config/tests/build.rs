@@ -142,6 +142,8 @@ fn example_file_loads() {
     let simple = c.route_for_model("simple").unwrap();
     assert_eq!(simple.sagemaker.outputs[0].reply_name(), "sum");
     assert_eq!(simple.decthings.model_ids["4f1c8a2e-simple"], "simple");
-    let triton = Backend::new("triton", "http://127.0.0.1:8001".parse().unwrap());
+    let mut triton = Backend::new("triton", "http://127.0.0.1:8001".parse().unwrap());
+    // The models its routes list, followed by its health checks.
+    triton.models = vec!["simple".to_owned()];
     assert_eq!(*c.backends["triton"], triton);
 }
