@@ -266,7 +266,12 @@ impl Metrics {
             .read()
             .unwrap_or_else(|p| p.into_inner())
             .get(route)
-            .filter(|rm| rm.upstream.iter().map(|u| u.backend.as_str()).eq(backends.iter().copied()))
+            .filter(|rm| {
+                rm.upstream
+                    .iter()
+                    .map(|u| u.backend.as_str())
+                    .eq(backends.iter().copied())
+            })
         {
             return rm.clone();
         }
@@ -283,7 +288,9 @@ impl Metrics {
                     first_byte: self
                         .upstream_duration
                         .with_label_values(&[route, b, "first_byte"]),
-                    total: self.upstream_duration.with_label_values(&[route, b, "total"]),
+                    total: self
+                        .upstream_duration
+                        .with_label_values(&[route, b, "total"]),
                 })
                 .collect(),
             duration: Default::default(),

@@ -227,7 +227,8 @@ pub fn parse_url(text: &str) -> Result<http::Uri, String> {
 /// Checks a DNS name to resolve: `host:port`, the host a DNS name of
 /// letters, digits, `-` and `.` (an IP address is allowed too).
 pub fn parse_dns(text: &str) -> Result<DnsName, String> {
-    let bad = || format!("{text:?} is not a host:port to resolve (like \"triton-headless.ns.svc:8001\")");
+    let bad =
+        || format!("{text:?} is not a host:port to resolve (like \"triton-headless.ns.svc:8001\")");
     let (host, port) = text.rsplit_once(':').ok_or_else(bad)?;
     let port: u16 = port.parse().map_err(|_| bad())?;
     let label_char = |b: u8| b.is_ascii_alphanumeric() || b == b'-';
@@ -281,7 +282,11 @@ mod tests {
             assert_eq!((d.host.as_str(), d.port), (host, port));
             assert_eq!(d.to_string(), text);
         };
-        check("triton-headless.ns.svc:8001", "triton-headless.ns.svc", 8001);
+        check(
+            "triton-headless.ns.svc:8001",
+            "triton-headless.ns.svc",
+            8001,
+        );
         check("localhost:1", "localhost", 1);
         check("127.0.0.1:8001", "127.0.0.1", 8001);
         check("svc.cluster.local.:80", "svc.cluster.local.", 80);

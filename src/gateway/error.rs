@@ -29,7 +29,9 @@ pub enum GatewayError {
     BadPath { source: PathError },
     #[error("{} endpoints are not allowed through this gateway (route \"{route}\" does not list \"{}\" in allow_control)", kind.name(), kind.name())]
     ControlDenied { route: String, kind: Control },
-    #[error("route \"{route}\": x-tensorgate-backend names \"{backend}\", which is not one of its backends ({choices})")]
+    #[error(
+        "route \"{route}\": x-tensorgate-backend names \"{backend}\", which is not one of its backends ({choices})"
+    )]
     UnknownBackend {
         route: String,
         backend: String,

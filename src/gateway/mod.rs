@@ -245,7 +245,10 @@ impl crate::frontend::decthings::Routes for Gateway {
     ) -> Result<Exchange<'a>, GatewayError> {
         let i = split::choose(route, obs.backend_hint())?;
         obs.use_backend(i);
-        let name = route.split.get(i).map_or(&route.backend.name, |w| &w.backend.name);
+        let name = route
+            .split
+            .get(i)
+            .map_or(&route.backend.name, |w| &w.backend.name);
         // Every route's backend exists: configuration checked it.
         let upstream = self
             .shared

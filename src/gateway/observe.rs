@@ -169,8 +169,11 @@ impl Observation {
             route: route.clone(),
             model: model.to_owned(),
             metrics: {
-                let backends: Vec<&str> =
-                    route.split.iter().map(|w| w.backend.name.as_str()).collect();
+                let backends: Vec<&str> = route
+                    .split
+                    .iter()
+                    .map(|w| w.backend.name.as_str())
+                    .collect();
                 self.inner.metrics.route(&route.name, &backends)
             },
         };

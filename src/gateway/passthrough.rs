@@ -54,7 +54,9 @@ pub async fn forward(
             .to_owned(),
         headers: parts.headers,
         body,
-        model: Some(obs.model()).filter(|m| !m.is_empty()).map(str::to_owned),
+        model: Some(obs.model())
+            .filter(|m| !m.is_empty())
+            .map(str::to_owned),
         idempotent: false,
     };
     let sent = std::time::Instant::now();

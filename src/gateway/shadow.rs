@@ -69,7 +69,8 @@ impl Mirror {
         let backend = upstream.name().to_owned();
         Mirror {
             inner: Arc::new(Inner {
-                outcomes: SHADOW_OUTCOMES.map(|o| f.shadow.with_label_values(&[route, &backend, o])),
+                outcomes: SHADOW_OUTCOMES
+                    .map(|o| f.shadow.with_label_values(&[route, &backend, o])),
                 duration: f.shadow_duration.with_label_values(&[route, &backend]),
                 slots: Arc::new(Semaphore::new(shadow.max_in_flight.max(1))),
                 upstream,

@@ -83,7 +83,10 @@ mod tests {
         let picks: usize = (0..1000)
             .map(|_| choose(&route(false), Some("canary")).unwrap())
             .sum();
-        assert!((50..150).contains(&picks), "ignored, weights apply: {picks}");
+        assert!(
+            (50..150).contains(&picks),
+            "ignored, weights apply: {picks}"
+        );
     }
 
     #[test]

@@ -8,8 +8,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use prometheus::{
-    Histogram, HistogramVec, IntCounter, IntCounterVec, IntGauge, IntGaugeVec,
-    Opts, Registry,
+    Histogram, HistogramVec, IntCounter, IntCounterVec, IntGauge, IntGaugeVec, Opts, Registry,
 };
 
 use super::{LATENCY_BUCKETS, REPLICA_ERROR_KINDS};
@@ -60,23 +59,77 @@ fn gauge(r: &Registry, name: &str, help: &str, labels: &[&str]) -> prometheus::R
 
 impl ReplicaFamilies {
     pub fn register(r: &Registry) -> prometheus::Result<ReplicaFamilies> {
-        let counter = |name: &str, help: &str, labels: &[&str]| super::counter(r, name, help, labels);
-        let histogram =
-            |name: &str, help: &str, labels: &[&str]| super::histogram(r, name, help, labels, LATENCY_BUCKETS);
+        let counter =
+            |name: &str, help: &str, labels: &[&str]| super::counter(r, name, help, labels);
+        let histogram = |name: &str, help: &str, labels: &[&str]| {
+            super::histogram(r, name, help, labels, LATENCY_BUCKETS)
+        };
         let replica = &["backend", "replica"];
         Ok(ReplicaFamilies {
-            in_flight: gauge(r, "tensorgate_replica_in_flight", "Requests sent to a replica whose reply body has not ended (what balancing compares).", replica)?,
-            requests: counter("tensorgate_replica_requests_total", "Requests sent to a replica (each attempt, retries included).", replica)?,
-            errors: counter("tensorgate_replica_errors_total", "Failed exchanges with a replica: kind=refused, timeout, reset, invalid, saturated or 5xx.", &["backend", "replica", "kind"])?,
-            duration: histogram("tensorgate_replica_request_duration_seconds", "Time from sending a request to a replica to the end of its reply body.", replica)?,
-            state: gauge(r, "tensorgate_replica_state", "1 for the replica's current state: healthy (takes traffic), unhealthy (failing active health checks) or ejected (after consecutive failures, for a backoff).", &["backend", "replica", "state"])?,
-            ejections: counter("tensorgate_replica_ejections_total", "Times a replica was ejected after consecutive failures.", replica)?,
-            models_not_ready: gauge(r, "tensorgate_replica_models_not_ready", "Checked models the replica reports not ready (it gets no requests for them).", replica)?,
-            replicas: gauge(r, "tensorgate_backend_replicas", "Replicas a backend has (configured, or resolved from DNS).", &["backend"])?,
-            retries: counter("tensorgate_retries_total", "Requests sent again after a failure (outcome=retried), or not, because the retry budget was spent (outcome=budget_exhausted).", &["backend", "outcome"])?,
-            dns: counter("tensorgate_dns_resolutions_total", "DNS resolutions of a backend's name: outcome=ok or failed (the last replicas are kept).", &["backend", "outcome"])?,
-            shadow: counter("tensorgate_shadow_requests_total", "Requests mirrored to a route's shadow backend: outcome=ok (2xx), error_status, failed (no reply) or dropped (not sent: shadow concurrency or gateway load).", &["route", "backend", "outcome"])?,
-            shadow_duration: histogram("tensorgate_shadow_duration_seconds", "Time from sending a mirrored request to the end of the shadow backend's reply.", &["route", "backend"])?,
+            in_flight: gauge(
+                r,
+                "tensorgate_replica_in_flight",
+                "Requests sent to a replica whose reply body has not ended (what balancing compares).",
+                replica,
+            )?,
+            requests: counter(
+                "tensorgate_replica_requests_total",
+                "Requests sent to a replica (each attempt, retries included).",
+                replica,
+            )?,
+            errors: counter(
+                "tensorgate_replica_errors_total",
+                "Failed exchanges with a replica: kind=refused, timeout, reset, invalid, saturated or 5xx.",
+                &["backend", "replica", "kind"],
+            )?,
+            duration: histogram(
+                "tensorgate_replica_request_duration_seconds",
+                "Time from sending a request to a replica to the end of its reply body.",
+                replica,
+            )?,
+            state: gauge(
+                r,
+                "tensorgate_replica_state",
+                "1 for the replica's current state: healthy (takes traffic), unhealthy (failing active health checks) or ejected (after consecutive failures, for a backoff).",
+                &["backend", "replica", "state"],
+            )?,
+            ejections: counter(
+                "tensorgate_replica_ejections_total",
+                "Times a replica was ejected after consecutive failures.",
+                replica,
+            )?,
+            models_not_ready: gauge(
+                r,
+                "tensorgate_replica_models_not_ready",
+                "Checked models the replica reports not ready (it gets no requests for them).",
+                replica,
+            )?,
+            replicas: gauge(
+                r,
+                "tensorgate_backend_replicas",
+                "Replicas a backend has (configured, or resolved from DNS).",
+                &["backend"],
+            )?,
+            retries: counter(
+                "tensorgate_retries_total",
+                "Requests sent again after a failure (outcome=retried), or not, because the retry budget was spent (outcome=budget_exhausted).",
+                &["backend", "outcome"],
+            )?,
+            dns: counter(
+                "tensorgate_dns_resolutions_total",
+                "DNS resolutions of a backend's name: outcome=ok or failed (the last replicas are kept).",
+                &["backend", "outcome"],
+            )?,
+            shadow: counter(
+                "tensorgate_shadow_requests_total",
+                "Requests mirrored to a route's shadow backend: outcome=ok (2xx), error_status, failed (no reply) or dropped (not sent: shadow concurrency or gateway load).",
+                &["route", "backend", "outcome"],
+            )?,
+            shadow_duration: histogram(
+                "tensorgate_shadow_duration_seconds",
+                "Time from sending a mirrored request to the end of the shadow backend's reply.",
+                &["route", "backend"],
+            )?,
             holders: Arc::default(),
         })
     }
@@ -95,7 +148,8 @@ impl ReplicaFamilies {
         let series = ReplicaSeries {
             in_flight: self.in_flight.with_label_values(&l),
             requests: self.requests.with_label_values(&l),
-            errors: REPLICA_ERROR_KINDS.map(|k| self.errors.with_label_values(&[backend, replica, k])),
+            errors: REPLICA_ERROR_KINDS
+                .map(|k| self.errors.with_label_values(&[backend, replica, k])),
             duration: self.duration.with_label_values(&l),
             state: REPLICA_STATES.map(|s| self.state.with_label_values(&[backend, replica, s])),
             ejections: self.ejections.with_label_values(&l),

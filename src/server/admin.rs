@@ -99,10 +99,16 @@ pub async fn serve(
 /// routes with a ready replica and they have none.
 fn routes_ready(gateway: Option<&Gateway>) -> (StatusCode, Bytes) {
     let Some(r) = gateway.map(Gateway::readiness) else {
-        return (StatusCode::OK, Bytes::from_static(b"{\"status\":\"ready\"}"));
+        return (
+            StatusCode::OK,
+            Bytes::from_static(b"{\"status\":\"ready\"}"),
+        );
     };
     if r.ready() {
-        return (StatusCode::OK, Bytes::from_static(b"{\"status\":\"ready\"}"));
+        return (
+            StatusCode::OK,
+            Bytes::from_static(b"{\"status\":\"ready\"}"),
+        );
     }
     let body = serde_json::json!({"status": "no_ready_replica", "routes": r.not_ready});
     (

@@ -70,7 +70,10 @@ fn demo_values() {
     assert_eq!(c.server.listen, DEFAULT_LISTEN);
     let mut demo = Backend::new("demo", "http://127.0.0.1:7".parse().unwrap());
     demo.models = vec!["simple".to_owned()];
-    assert_eq!(*c.backends["demo"], demo, "follows the models its routes list");
+    assert_eq!(
+        *c.backends["demo"], demo,
+        "follows the models its routes list"
+    );
     let names: Vec<_> = c.routes.iter().map(|r| r.name.as_str()).collect();
     assert_eq!(names, ["simple", "default"]);
     let simple = &c.routes[0];

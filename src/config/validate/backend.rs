@@ -21,9 +21,18 @@ impl Check<'_> {
         }
         set(b.health_interval.map(|v| v.0), &mut health.interval);
         set(b.health_timeout.map(|v| v.0), &mut health.timeout);
-        set(b.healthy_threshold.map(|v| v.0), &mut health.healthy_threshold);
-        set(b.unhealthy_threshold.map(|v| v.0), &mut health.unhealthy_threshold);
-        set(b.max_checked_models.map(|v| v.0), &mut health.max_checked_models);
+        set(
+            b.healthy_threshold.map(|v| v.0),
+            &mut health.healthy_threshold,
+        );
+        set(
+            b.unhealthy_threshold.map(|v| v.0),
+            &mut health.unhealthy_threshold,
+        );
+        set(
+            b.max_checked_models.map(|v| v.0),
+            &mut health.max_checked_models,
+        );
         let e = &mut backend.ejection;
         set(b.eject_after.map(|v| v.0), &mut e.after);
         set(b.eject_time.map(|v| v.0), &mut e.base);
@@ -68,11 +77,16 @@ impl Check<'_> {
         .filter_map(|(k, set)| set.then_some(k))
         .collect();
         if given.len() > 1 {
-            let message = format!("{} are exclusive: set one of url, urls and dns", given.join(" and "));
+            let message = format!(
+                "{} are exclusive: set one of url, urls and dns",
+                given.join(" and ")
+            );
             self.error(format!("{key}.{}", given[1]), message);
             return None;
         }
-        let max = b.max_replicas.map_or(Backend::DEFAULT_MAX_REPLICAS, |m| m.0);
+        let max = b
+            .max_replicas
+            .map_or(Backend::DEFAULT_MAX_REPLICAS, |m| m.0);
         if max > Backend::MAX_REPLICAS {
             let message = format!("at most {}, got {max}", Backend::MAX_REPLICAS);
             self.error(format!("{key}.max_replicas"), message);
@@ -83,7 +97,9 @@ impl Check<'_> {
         if let Some(dns) = &b.dns {
             return Some(Replicas::Dns {
                 name: dns.0.clone(),
-                interval: b.dns_interval.map_or(Backend::DEFAULT_DNS_INTERVAL, |d| d.0),
+                interval: b
+                    .dns_interval
+                    .map_or(Backend::DEFAULT_DNS_INTERVAL, |d| d.0),
                 max_replicas: max.min(Backend::MAX_REPLICAS),
             });
         }
@@ -101,7 +117,10 @@ impl Check<'_> {
         }
         for (i, u) in urls.iter().enumerate() {
             if urls[..i].contains(u) {
-                self.error(format!("{key}.urls[{i}]"), format!("\"{u}\" is listed twice"));
+                self.error(
+                    format!("{key}.urls[{i}]"),
+                    format!("\"{u}\" is listed twice"),
+                );
             }
         }
         if urls.len() > max {

@@ -63,7 +63,10 @@ impl Check<'_> {
             out.push(Weighted { backend, weight });
         }
         if complete && out.iter().all(|w| w.weight == 0) {
-            self.error(format!("{key}.backends"), "every weight is 0: no request could go anywhere");
+            self.error(
+                format!("{key}.backends"),
+                "every weight is 0: no request could go anywhere",
+            );
         }
         (complete && !out.is_empty()).then_some(out)
     }

@@ -156,12 +156,7 @@ struct Moved {
 impl UpstreamBody {
     /// Wraps a backend reply body. `slot` is released when the body ends or
     /// is dropped; `on_stall` is told when a stall cuts it.
-    pub fn new<F>(
-        body: Incoming,
-        idle: Duration,
-        slot: Option<Lease>,
-        on_stall: F,
-    ) -> UpstreamBody
+    pub fn new<F>(body: Incoming, idle: Duration, slot: Option<Lease>, on_stall: F) -> UpstreamBody
     where
         F: FnOnce(Stalled) + Send + 'static,
     {

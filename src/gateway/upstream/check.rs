@@ -60,7 +60,11 @@ async fn check_replica(backend: &Arc<Backend>, r: &Arc<Replica>, models: &[Arc<T
     let passed = status.is_some_and(|s| s.is_success());
     if let Some(up) = r.health.checked(passed, cfg) {
         if up {
-            tracing::info!(backend = backend.name, replica = r.label, "replica healthy again");
+            tracing::info!(
+                backend = backend.name,
+                replica = r.label,
+                "replica healthy again"
+            );
         } else {
             tracing::warn!(
                 backend = backend.name,
@@ -82,7 +86,10 @@ async fn check_replica(backend: &Arc<Backend>, r: &Arc<Replica>, models: &[Arc<T
         let backend = backend.clone();
         checks.spawn(async move {
             let _turn = at_once.acquire_owned().await;
-            let path = format!("{}/ready", crate::gateway::core::ModelRef::new(&*t.name).path());
+            let path = format!(
+                "{}/ready",
+                crate::gateway::core::ModelRef::new(&*t.name).path()
+            );
             let Some(status) = probe(&backend, &r, &path).await else {
                 return;
             };
@@ -113,7 +120,9 @@ async fn probe(backend: &Backend, r: &Replica, path: &str) -> Option<StatusCode>
         let resp = r.client.request(req).await.ok()?;
         let status = resp.status();
         // Read what little there is, so the connection can be reused.
-        let _ = Limited::new(resp.into_body(), MAX_CHECK_BODY).collect().await;
+        let _ = Limited::new(resp.into_body(), MAX_CHECK_BODY)
+            .collect()
+            .await;
         Some(status)
     };
     tokio::time::timeout(backend.health.timeout, exchange)

@@ -45,21 +45,31 @@ pub(super) async fn run(inner: Weak<Inner>, job: Job) {
                 Vec::new()
             }
             Err(_) => {
-                tracing::warn!(backend = inner.backend.name, name = host, "DNS resolution timed out; keeping the last replicas");
+                tracing::warn!(
+                    backend = inner.backend.name,
+                    name = host,
+                    "DNS resolution timed out; keeping the last replicas"
+                );
                 Vec::new()
             }
         };
         let ok = !addrs.is_empty();
         if let Some(f) = &inner.families {
             let outcome = if ok { "ok" } else { "failed" };
-            f.dns.with_label_values(&[&inner.backend.name, outcome]).inc();
+            f.dns
+                .with_label_values(&[&inner.backend.name, outcome])
+                .inc();
         }
         if ok {
             apply(&inner, &job, &host, addrs);
             resolved_once = true;
         }
         drop(inner);
-        let wait = if resolved_once { job.interval } else { FIRST_RETRY };
+        let wait = if resolved_once {
+            job.interval
+        } else {
+            FIRST_RETRY
+        };
         tokio::time::sleep(wait).await;
     }
 }
@@ -84,7 +94,14 @@ fn apply(inner: &Inner, job: &Job, host: &str, mut addrs: Vec<SocketAddr>) {
     let make = |label: &str| {
         let base: Uri = format!("http://{label}").parse().unwrap_or_default();
         let slots = inner.models.slots();
-        Replica::new(backend, label.to_owned(), base, host_header.clone(), slots, inner.families.as_ref())
+        Replica::new(
+            backend,
+            label.to_owned(),
+            base,
+            host_header.clone(),
+            slots,
+            inner.families.as_ref(),
+        )
     };
     let (added, removed) = inner.set.update(&labels, make);
     if let Some(f) = &inner.families {

@@ -106,7 +106,11 @@ impl Health {
         }
         let base = u64::try_from(cfg.base.as_millis()).unwrap_or(u64::MAX);
         if self.level.load(Ordering::Relaxed) != 0
-            && now >= self.ejected_until.load(Ordering::Relaxed).saturating_add(base)
+            && now
+                >= self
+                    .ejected_until
+                    .load(Ordering::Relaxed)
+                    .saturating_add(base)
         {
             self.level.store(0, Ordering::Relaxed);
         }

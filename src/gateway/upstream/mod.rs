@@ -161,7 +161,14 @@ impl Upstream {
         let replicas = match &backend.replicas {
             Replicas::Urls(urls) => urls
                 .iter()
-                .map(|u| Arc::new(Replica::at_url(&backend, u, models.slots(), families.as_ref())))
+                .map(|u| {
+                    Arc::new(Replica::at_url(
+                        &backend,
+                        u,
+                        models.slots(),
+                        families.as_ref(),
+                    ))
+                })
                 .collect(),
             Replicas::Dns { .. } => Vec::new(),
         };
@@ -201,14 +208,14 @@ impl Upstream {
     pub fn ready_for(&self, models: &[String]) -> bool {
         let now = now_ms();
         let replicas = self.replicas();
-        let eligible: Vec<&Arc<Replica>> = replicas
-            .iter()
-            .filter(|r| r.health.eligible(now))
-            .collect();
+        let eligible: Vec<&Arc<Replica>> =
+            replicas.iter().filter(|r| r.health.eligible(now)).collect();
         !eligible.is_empty()
             && models.iter().all(|m| match self.inner.models.peek(m) {
                 None => true,
-                Some(t) => eligible.iter().any(|r| r.model_state(t.slot) != Some(false)),
+                Some(t) => eligible
+                    .iter()
+                    .any(|r| r.model_state(t.slot) != Some(false)),
             })
     }
 

@@ -170,7 +170,12 @@ mod tests {
         tokio::time::advance(IDLE / 2).await;
         m.get("d");
         tokio::time::advance(IDLE / 2 + Duration::from_secs(1)).await;
-        let names = |m: &Models| m.to_check().iter().map(|t| t.name.clone()).collect::<Vec<_>>();
+        let names = |m: &Models| {
+            m.to_check()
+                .iter()
+                .map(|t| t.name.clone())
+                .collect::<Vec<_>>()
+        };
         assert_eq!(names(&m), ["a", "d"], "c is idle: not checked");
         let (e, reused) = m.follow("e").unwrap();
         assert_eq!((e.slot, reused), (1, true), "c's slot, taken over");

@@ -37,11 +37,17 @@ impl Upstream {
         let tracked = out.model.as_deref().and_then(|m| self.inner.models.get(m));
         self.inner.budget.request(now_ms());
         let replicas = self.inner.set.ready_snapshot(backend.connect_timeout).await;
-        let retries = backend.retries.max.min((replicas.len() as u32).saturating_sub(1).max(1));
+        let retries = backend
+            .retries
+            .max
+            .min((replicas.len() as u32).saturating_sub(1).max(1));
         let mut tried: Vec<usize> = Vec::new();
         let mut last: Option<GatewayError> = None;
         loop {
-            let i = match (self.choose(&replicas, tracked.as_deref(), &tried, &out), last) {
+            let i = match (
+                self.choose(&replicas, tracked.as_deref(), &tried, &out),
+                last,
+            ) {
                 (Ok(i), _) => i,
                 (Err(_), Some(e)) => return Err(e),
                 (Err(e), None) => return Err(e),
@@ -135,7 +141,8 @@ impl Upstream {
             r.health.show(now, r.series.as_ref());
             r.health.eligible(now)
         };
-        let serves = |i: usize| tracked.is_none_or(|t| replicas[i].model_state(t.slot) != Some(false));
+        let serves =
+            |i: usize| tracked.is_none_or(|t| replicas[i].model_state(t.slot) != Some(false));
         let fresh = two_choices(n, |i| !tried.contains(&i) && healthy(i) && serves(i), load);
         if let Some(i) = fresh.or_else(|| two_choices(n, |i| healthy(i) && serves(i), load)) {
             return Ok(i);

@@ -117,7 +117,11 @@ async fn failing_replicas_are_ejected_then_tried_again() {
     for _ in 0..60 {
         u.send(infer("m"), None).await.unwrap();
     }
-    assert_eq!(bad.count.load(Ordering::SeqCst), 6, "back after the ejection");
+    assert_eq!(
+        bad.count.load(Ordering::SeqCst),
+        6,
+        "back after the ejection"
+    );
 }
 
 #[tokio::test]
@@ -221,7 +225,11 @@ async fn checks_mark_replicas_and_models_and_stop_with_the_upstream() {
     assert!(replicas[0].health.up());
     assert_eq!(replicas[0].model_state(0), Some(true));
     assert!(!replicas[1].health.up());
-    assert_eq!(replicas[1].model_state(0), None, "not asked: not ready itself");
+    assert_eq!(
+        replicas[1].model_state(0),
+        None,
+        "not asked: not ready itself"
+    );
     let checks = up.count.load(Ordering::SeqCst);
     assert!(checks >= 4, "{checks}");
     drop(replicas);
@@ -229,7 +237,11 @@ async fn checks_mark_replicas_and_models_and_stop_with_the_upstream() {
     tokio::time::sleep(Duration::from_millis(100)).await;
     let after = up.count.load(Ordering::SeqCst);
     tokio::time::sleep(Duration::from_millis(300)).await;
-    assert_eq!(up.count.load(Ordering::SeqCst), after, "no checks after the drop");
+    assert_eq!(
+        up.count.load(Ordering::SeqCst),
+        after,
+        "no checks after the drop"
+    );
 }
 
 #[tokio::test]
@@ -253,5 +265,8 @@ async fn a_dns_backend_finds_its_replicas() {
     assert_eq!(resp.status(), 200);
     let labels: Vec<String> = u.replicas().iter().map(|r| r.label.clone()).collect();
     assert_eq!(labels, [up.addr.to_string()]);
-    assert_eq!(u.replicas()[0].host(), &format!("127.0.0.1:{}", up.addr.port()));
+    assert_eq!(
+        u.replicas()[0].host(),
+        &format!("127.0.0.1:{}", up.addr.port())
+    );
 }
