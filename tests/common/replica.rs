@@ -1,7 +1,8 @@
 //! A V2 replica for balancing tests: the demo server's models behind knobs
 //! a test turns — a delay before every infer, infers failing with 500,
-//! Triton's repository API to unload and load a model (an unloaded model
-//! answers `/ready` and infers as Triton does: 400), and a hard stop that
+//! Triton's repository API to unload and load a model (as Triton 2.51 does:
+//! the unloaded model's `/ready` is 400, its infers 404, and the server's
+//! own `/v2/health/ready` is 400 for a moment), and a hard stop that
 //! drops every open connection, as a killed process would. It counts the
 //! infers it got per model and the most it had in flight at once.
 #![allow(dead_code)]
@@ -31,6 +32,10 @@ pub struct Knobs {
     /// Infers answer 500.
     pub fail: AtomicBool,
     unloaded: Mutex<HashSet<String>>,
+    /// Until when the server check answers 400 after an unload (Triton
+    /// 2.51 does, for up to a second or so; here 300 ms, shorter than the
+    /// tests' `health_interval` × `unhealthy_threshold`).
+    unloading_until: Mutex<Option<std::time::Instant>>,
     infers: Mutex<HashMap<String, usize>>,
     in_flight: AtomicUsize,
     pub max_in_flight: AtomicUsize,
@@ -57,6 +62,15 @@ impl Knobs {
 
     pub fn unload(&self, model: &str) {
         self.unloaded.lock().unwrap().insert(model.to_owned());
+        *self.unloading_until.lock().unwrap() =
+            Some(std::time::Instant::now() + Duration::from_millis(300));
+    }
+
+    fn unloading(&self) -> bool {
+        self.unloading_until
+            .lock()
+            .unwrap()
+            .is_some_and(|t| std::time::Instant::now() < t)
     }
 
     pub fn load(&self, model: &str) {
@@ -168,6 +182,9 @@ async fn answer(k: &Knobs, req: Request<Incoming>) -> Response<Body> {
     }
     if path == "/v2/health/ready" {
         k.checks.fetch_add(1, Ordering::SeqCst);
+        if k.unloading() {
+            return text(400, "");
+        }
     }
     let Some((model, action)) = model_of(&path) else {
         return into_body(tensorgate::demo::handle(req).await);
@@ -190,7 +207,10 @@ async fn answer(k: &Knobs, req: Request<Incoming>) -> Response<Body> {
         tokio::time::sleep(Duration::from_millis(delay)).await;
     }
     let resp = if k.is_unloaded(&model) {
-        text(400, "{\"error\":\"Request for unknown model\"}")
+        text(
+            404,
+            "{\"error\":\"Request for unknown model: has no available versions\"}",
+        )
     } else if k.fail.load(Ordering::SeqCst) {
         text(500, "{\"error\":\"failing on purpose\"}")
     } else {

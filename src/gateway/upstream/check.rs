@@ -1,7 +1,7 @@
 //! Active health checks. Every `health_interval` (and at once when a
 //! replica or a followed model appears), each replica is asked
 //! `GET /v2/health/ready`; its verdict changes after `healthy_threshold` /
-//! `unhealthy_threshold` results in a row. A replica that answers ready is
+//! `unhealthy_threshold` results in a row. A replica that answers at all is
 //! then asked `GET /v2/models/{m}/ready` for each followed model; that
 //! answer is the server's own word on the model and counts at once (a
 //! model unloaded from one Triton stops getting requests there within one
@@ -76,7 +76,10 @@ async fn check_replica(backend: &Arc<Backend>, r: &Arc<Replica>, models: &[Arc<T
         }
     }
     r.health.show(now_ms(), r.series.as_ref());
-    if !passed {
+    // Any answer means the server is there to ask about its models: Triton
+    // answers 400 to the server check for about a second while it unloads
+    // a model, and that is when the model's own answer matters most.
+    if status.is_none() {
         return;
     }
     let at_once = Arc::new(Semaphore::new(MODEL_CHECKS_AT_ONCE));

@@ -74,6 +74,13 @@ impl Upstream {
                     if status.is_success() && tracked.is_none() {
                         self.follow(out.model.as_deref(), &replicas);
                     }
+                    // A followed model this replica says it does not know
+                    // (Triton: 404 once it is unloaded): check now rather
+                    // than at the next round. Stops by itself once the
+                    // check marks it, as the replica then gets none.
+                    if status == StatusCode::NOT_FOUND && tracked.is_some() {
+                        self.inner.wake.notify_one();
+                    }
                     let unavailable = matches!(
                         status,
                         StatusCode::BAD_GATEWAY

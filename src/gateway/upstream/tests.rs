@@ -227,8 +227,8 @@ async fn checks_mark_replicas_and_models_and_stop_with_the_upstream() {
     assert!(!replicas[1].health.up());
     assert_eq!(
         replicas[1].model_state(0),
-        None,
-        "not asked: not ready itself"
+        Some(false),
+        "asked all the same: it answered (Triton answers 400 while unloading)"
     );
     let checks = up.count.load(Ordering::SeqCst);
     assert!(checks >= 4, "{checks}");
