@@ -8,7 +8,9 @@
 #
 # Mix (the default): N requests (default 100000) of every kind the load
 # client knows (examples/soak/kinds.rs: V2 JSON infer on `simple`,
-# binary-extension infer on `identity`, model metadata passed through), C
+# binary-extension infer on `identity`, model metadata passed through, a
+# Decthings `Model.evaluate` of `identity`, a SageMaker CSV invocation of
+# `rowsum`), C
 # at a time (default 64), through `tensorgate --backend` in front of
 # `tensorgate demo-backend`. Fails unless every reply is a 200 with the body
 # the demo computes.

@@ -22,7 +22,7 @@ pub struct Kind {
 
 /// Every kind, in mix order.
 pub fn all() -> Vec<Kind> {
-    vec![v2_json(), v2_binary(), metadata()]
+    vec![v2_json(), v2_binary(), metadata(), decthings(), sagemaker()]
 }
 
 const INPUT0: [i32; 16] = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16];
@@ -121,6 +121,80 @@ fn metadata() -> Kind {
                 Ok(())
             } else {
                 Err(format!("unexpected metadata: {v}"))
+            }
+        },
+    }
+}
+
+/// The f32 tensor the Decthings kind sends to `identity`.
+fn decthings_values() -> Vec<f32> {
+    (0..32u16).map(|i| f32::from(i) - 7.5).collect()
+}
+
+/// A Decthings `Model.evaluate` call of `identity` with one f32 parameter;
+/// the reply must carry the same tensor back as `OUTPUT0`.
+fn decthings() -> Kind {
+    use tensorgate::codec::decthings::{self, rpc};
+    use tensorgate::tensor::{DataType, Shape, Tensor};
+    let data: Vec<u8> = decthings_values()
+        .iter()
+        .flat_map(|v| v.to_le_bytes())
+        .collect();
+    let t = Tensor::new(DataType::F32, Shape::new(vec![32]), Bytes::from(data)).unwrap();
+    let mut blob = bytes::BytesMut::new();
+    decthings::encode(&t, decthings::Layout::Current, &mut blob).unwrap();
+    let body = rpc::encode_request(
+        br#"{"modelId":"identity","params":[{"name":"INPUT0"}]}"#,
+        &[blob.freeze()],
+    )
+    .unwrap();
+    Kind {
+        name: "decthings",
+        method: Method::POST,
+        path: "/v0/Model/evaluate",
+        headers: vec![("content-type", "application/octet-stream".to_owned())],
+        body,
+        check: |_, body| {
+            let frame =
+                rpc::decode_response(&Bytes::copy_from_slice(body)).map_err(|e| e.to_string())?;
+            let v: Value = serde_json::from_slice(&frame.json).map_err(|e| e.to_string())?;
+            if v["result"]["success"]["output"][0]["name"] != "OUTPUT0" {
+                return Err(format!("not a success: {v}"));
+            }
+            let blob = frame.blobs.first().ok_or("no blob")?;
+            let t = decthings::decode_all(blob, decthings::Layout::Current, &Default::default())
+                .map_err(|e| e.to_string())?;
+            let want: Vec<u8> = decthings_values()
+                .iter()
+                .flat_map(|v| v.to_le_bytes())
+                .collect();
+            match t.first() {
+                Some(t) if t.data[..] == want[..] => Ok(()),
+                _ => Err("the tensor came back different".to_owned()),
+            }
+        },
+    }
+}
+
+/// A SageMaker CSV invocation of `rowsum`, answered in CSV.
+fn sagemaker() -> Kind {
+    Kind {
+        name: "sagemaker",
+        method: Method::POST,
+        path: "/models/rowsum/invoke",
+        headers: vec![
+            ("content-type", "text/csv".to_owned()),
+            ("accept", "text/csv".to_owned()),
+        ],
+        body: Bytes::from_static(b"1,2,3\n4,5,6.5\n"),
+        check: |_, body| {
+            if body == b"6.0,1.0,2.0,3.0\n15.5,4.0,5.0,6.5\n" {
+                Ok(())
+            } else {
+                Err(format!(
+                    "unexpected reply {:?}",
+                    String::from_utf8_lossy(body)
+                ))
             }
         },
     }

@@ -9,6 +9,7 @@
 //! trusts it. Configuration never does network I/O and never panics on bad
 //! input. Every key is documented in `config/tensorgate.example.toml`.
 
+mod access;
 mod attach;
 mod backend;
 mod build;
@@ -24,10 +25,11 @@ mod validate;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+pub use access::{Rate, RateLimit, Rates, RouteAuth};
 pub use backend::{Backend, DnsName, Ejection, HealthChecks, Replicas, Retries};
 pub use error::{ConfigError, ConfigErrors};
 pub use frontends::{DecthingsRoute, MultipleTensors, SageMakerOutput, SageMakerRoute};
-pub use load::{from_str, load_file};
+pub use load::{from_str, from_str_in, load_file};
 pub use route::{Control, Route, Shadow, Weighted, WireFormat};
 pub use server::{DEFAULT_ADMIN_LISTEN, DEFAULT_LISTEN, Limits, Readyz, ServerConfig};
 

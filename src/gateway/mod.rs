@@ -12,6 +12,7 @@ pub mod core;
 pub mod dispatch;
 pub mod encoding;
 pub mod error;
+pub mod guard;
 pub mod headers;
 pub mod observe;
 pub mod passthrough;
@@ -52,6 +53,11 @@ pub struct Shared {
     pub metrics: Metrics,
     pub admission: Arc<shed::Admission>,
     prefixes: dispatch::Prefixes,
+    /// Every rate-limit bucket; outlives configurations (see
+    /// [`Gateway::with_registry`]).
+    registry: Arc<guard::Registry>,
+    /// This configuration's limits, with the registry's buckets.
+    limits: guard::Table,
 }
 
 /// One client per backend of `config`, its replicas counted in `metrics`.
@@ -92,6 +98,18 @@ pub struct Gateway {
 
 impl Gateway {
     pub fn new(config: Config, metrics: Metrics) -> Gateway {
+        Gateway::with_registry(config, metrics, Arc::new(guard::Registry::new()))
+    }
+
+    /// A gateway whose rate limits use the buckets of `registry`: a gateway
+    /// built for a reloaded configuration with the registry of the one it
+    /// replaces ([`Gateway::registry`]) keeps every bucket both name, with
+    /// the tokens they hold.
+    pub fn with_registry(
+        config: Config,
+        metrics: Metrics,
+        registry: Arc<guard::Registry>,
+    ) -> Gateway {
         let upstreams = upstreams(&config, &metrics);
         let admission = Arc::new(shed::Admission::new(
             config.server.max_concurrent_requests,
@@ -101,6 +119,8 @@ impl Gateway {
         Gateway {
             shared: Arc::new(Shared {
                 prefixes: dispatch::Prefixes::new(&config),
+                limits: registry.table(&config),
+                registry,
                 config,
                 upstreams,
                 shadows,
@@ -117,6 +137,12 @@ impl Gateway {
 
     pub fn config(&self) -> &Config {
         &self.shared.config
+    }
+
+    /// The rate-limit buckets, to hand to the gateway of a reloaded
+    /// configuration.
+    pub fn registry(&self) -> &Arc<guard::Registry> {
+        &self.shared.registry
     }
 
     /// Serves one request; every error becomes its response here, and every
@@ -176,33 +202,42 @@ impl Gateway {
         req: Request<Incoming>,
         obs: &Observation,
     ) -> Result<Response<Body>, GatewayError> {
-        // SageMaker's health check is never shed: a ping refused under load
-        // would have the platform replace a busy, healthy container.
-        if endpoint != Endpoint::SageMakerPing {
-            obs.hold(self.shared.admission.admit().await?);
-        }
+        // Where the route is known from the head, the caller is checked
+        // before the request takes a slot (so floods of bad keys or of
+        // requests over a limit cost no slot and no body).
         match endpoint {
+            // SageMaker's health check is never shed nor authenticated: a
+            // ping refused would have the platform replace a healthy
+            // container.
+            Endpoint::SageMakerPing => crate::frontend::sagemaker::ping(self, obs).await,
             Endpoint::Decthings { prefix } => {
-                if req.method() != http::Method::POST {
-                    return Err(GatewayError::MethodNotAllowed {
-                        method: req.method().clone(),
-                        path: req.uri().path().to_owned(),
-                    });
-                }
+                require_post(&req)?;
+                self.precheck_prefix(&prefix, req.headers())?;
+                self.admit(obs).await?;
                 crate::frontend::decthings::evaluate(self, &prefix, req, obs).await
             }
-            Endpoint::SageMakerPing => crate::frontend::sagemaker::ping(self, obs).await,
             Endpoint::SageMaker(target) => {
-                if req.method() != http::Method::POST {
-                    return Err(GatewayError::MethodNotAllowed {
-                        method: req.method().clone(),
-                        path: req.uri().path().to_owned(),
-                    });
-                }
-                crate::frontend::sagemaker::invoke(self, &target, req, obs).await
+                require_post(&req)?;
+                let (route, model) = crate::frontend::sagemaker::target::resolve(
+                    self.config(),
+                    &target,
+                    req.headers(),
+                )?;
+                obs.bind(route, &model);
+                let runtime = matches!(target, dispatch::SageMakerTarget::Endpoint(_));
+                let claim = self.authorize_head(route, req.headers(), runtime, obs)?;
+                self.admit(obs).await?;
+                let call = crate::frontend::sagemaker::Call {
+                    route,
+                    model,
+                    claim,
+                };
+                crate::frontend::sagemaker::invoke(self, call, req, obs).await
             }
             Endpoint::V2Infer { model } => {
                 let x = self.bind(Some(&model.name), req.uri().path(), obs)?;
+                self.authorize_head(x.route, req.headers(), false, obs)?;
+                self.admit(obs).await?;
                 crate::frontend::v2::infer(x, &self.shared.config.server, model, req).await
             }
             Endpoint::Passthrough { model, control } => {
@@ -215,9 +250,17 @@ impl Gateway {
                         kind,
                     });
                 }
+                self.authorize_head(x.route, req.headers(), false, obs)?;
+                self.admit(obs).await?;
                 passthrough::forward(x, req).await
             }
         }
+    }
+
+    /// Takes a request slot for the rest of the request.
+    async fn admit(&self, obs: &Observation) -> Result<(), GatewayError> {
+        obs.hold(self.shared.admission.admit().await?);
+        Ok(())
     }
 
     /// Binds a V2 request to the route serving the model its path names.
@@ -233,9 +276,38 @@ impl Gateway {
     }
 }
 
+/// Decthings and SageMaker inference are POSTs only.
+fn require_post(req: &Request<Incoming>) -> Result<(), GatewayError> {
+    if req.method() == http::Method::POST {
+        return Ok(());
+    }
+    Err(GatewayError::MethodNotAllowed {
+        method: req.method().clone(),
+        path: req.uri().path().to_owned(),
+    })
+}
+
 impl crate::frontend::decthings::Routes for Gateway {
     fn config(&self) -> &Config {
         &self.shared.config
+    }
+
+    fn authorize(
+        &self,
+        route: &Route,
+        headers: &http::HeaderMap,
+        obs: &Observation,
+    ) -> Result<(), GatewayError> {
+        self.authorize_head(route, headers, false, obs).map(|_| ())
+    }
+
+    fn admit_caller(
+        &self,
+        route: &Route,
+        key: Option<Arc<str>>,
+        obs: &Observation,
+    ) -> Result<(), GatewayError> {
+        Gateway::admit_caller(self, route, key, obs)
     }
 
     fn exchange<'a>(

@@ -22,7 +22,12 @@ pub trait Acceptor {
 impl Acceptor for TcpListener {
     type Conn = TcpStream;
     async fn accept_one(&self) -> io::Result<TcpStream> {
-        self.accept().await.map(|(stream, _peer)| stream)
+        let (stream, _peer) = self.accept().await?;
+        // Replies end with small writes (a chunked body's last chunk, a
+        // streamed reply's tail): with Nagle on, each waits for the
+        // client's delayed ACK, 40 ms (measured on SageMaker replies).
+        let _ = stream.set_nodelay(true);
+        Ok(stream)
     }
 }
 

@@ -2,8 +2,9 @@
 //! every semantic problem with its key: ranges, required keys, references
 //! from routes to backends and models, names that must be unique across
 //! routes. Defaults come from the typed structs (`Default`, `new`), never
-//! from here. Never sees TOML text.
+//! from here. Never sees TOML text; reads the key files routes name.
 
+mod access;
 mod backend;
 mod frontends;
 mod route;
@@ -11,8 +12,10 @@ mod split;
 mod unique;
 
 use std::collections::BTreeMap;
+use std::path::Path;
 use std::sync::Arc;
 
+use super::access::KeyFiles;
 use super::raw::{RawBackend, RawConfig, RawLimits, RawServer, Stage1, Table};
 use super::{Backend, Config, ConfigError, Limits, ServerConfig};
 
@@ -28,11 +31,17 @@ macro_rules! apply {
 use apply;
 
 /// Turns stage 1's output into a [`Config`], or the problems found.
-pub fn config(stage1: &Stage1, raw: RawConfig) -> Result<Config, Vec<ConfigError>> {
+pub fn config(
+    stage1: &Stage1,
+    raw: RawConfig,
+    base: Option<&Path>,
+) -> Result<Config, Vec<ConfigError>> {
     let mut check = Check {
         stage1,
         errors: Vec::new(),
         unique: unique::Unique::default(),
+        base,
+        key_files: KeyFiles::default(),
     };
     let server = check.server(raw.server.0);
     let defaults = check.limits("limits", Limits::default(), raw.limits.0);
@@ -78,6 +87,9 @@ struct Check<'a> {
     stage1: &'a Stage1,
     errors: Vec<ConfigError>,
     unique: unique::Unique,
+    /// The directory relative paths are taken against.
+    base: Option<&'a Path>,
+    key_files: KeyFiles,
 }
 
 impl Check<'_> {
