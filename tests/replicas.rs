@@ -234,7 +234,7 @@ async fn a_model_unloaded_on_one_replica_stops_going_there() {
     )
     .await;
     assert_eq!(got.status, 200);
-    tokio::time::sleep(interval + Duration::from_millis(150)).await;
+    tokio::time::sleep(interval + Duration::from_millis(300)).await;
     let (sa, sb) = (a.knobs.infers("simple"), b.knobs.infers("simple"));
     let (ia, ib) = (a.knobs.infers("identity"), b.knobs.infers("identity"));
     let out = drive(gw.data_addr, SIMPLE, &simple_infer(), &[], 100, 4).await;
@@ -265,7 +265,7 @@ async fn a_model_unloaded_on_one_replica_stops_going_there() {
         "",
     )
     .await;
-    tokio::time::sleep(interval + Duration::from_millis(150)).await;
+    tokio::time::sleep(interval + Duration::from_millis(300)).await;
     let got = common::post_json(gw.data_addr, SIMPLE, &simple_infer()).await;
     assert_eq!(got.status, 503);
     assert_eq!(
@@ -284,7 +284,7 @@ async fn a_model_unloaded_on_one_replica_stops_going_there() {
 
     // Loaded again on a: back within an interval.
     send(a.addr, "POST", "/v2/repository/models/simple/load", &[], "").await;
-    tokio::time::sleep(interval + Duration::from_millis(150)).await;
+    tokio::time::sleep(interval + Duration::from_millis(300)).await;
     let got = common::post_json(gw.data_addr, SIMPLE, &simple_infer()).await;
     assert_eq!(got.status, 200);
     let ready = send(gw.admin_addr, "GET", "/readyz", &[], "").await;
