@@ -126,17 +126,17 @@ fn serve(args: ServeArgs) -> ExitCode {
 
 async fn run(args: ServeArgs) -> Result<(), String> {
     let mut demo = None;
-    let mut config = match (&args.config, &args.backend) {
+    let mut config = match (&args.config, args.backend.as_slice()) {
         (Some(path), _) => {
             config::load_file(path).map_err(|e| format!("{}:\n{e}", path.display()))?
         }
-        (None, Some(url)) => Config::single_backend(
-            url,
+        (None, urls @ [_, ..]) => Config::single_backend(
+            urls,
             args.listen.unwrap_or(DEFAULT_LISTEN),
             args.admin_listen.unwrap_or(DEFAULT_ADMIN_LISTEN),
         )
-        .map_err(|e| format!("--backend {url}: {e}"))?,
-        (None, None) => {
+        .map_err(|e| format!("--backend {}: {e}", urls.join(" --backend ")))?,
+        (None, []) => {
             let server = tensorgate::demo::spawn()
                 .await
                 .map_err(|e| format!("cannot start the demo backend: {e}"))?;

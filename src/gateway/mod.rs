@@ -16,7 +16,10 @@ pub mod guard;
 pub mod headers;
 pub mod observe;
 pub mod passthrough;
+pub mod readiness;
+pub mod shadow;
 pub mod shed;
+pub mod split;
 pub mod upstream;
 
 use std::collections::BTreeMap;
@@ -45,14 +48,46 @@ use upstream::Upstream;
 pub struct Shared {
     pub config: Config,
     pub upstreams: BTreeMap<String, Upstream>,
+    /// Each route's shadow, by route name.
+    pub shadows: BTreeMap<String, shadow::Mirror>,
     pub metrics: Metrics,
-    pub admission: shed::Admission,
+    pub admission: Arc<shed::Admission>,
     prefixes: dispatch::Prefixes,
     /// Every rate-limit bucket; outlives configurations (see
     /// [`Gateway::with_registry`]).
     registry: Arc<guard::Registry>,
     /// This configuration's limits, with the registry's buckets.
     limits: guard::Table,
+}
+
+/// One client per backend of `config`, its replicas counted in `metrics`.
+/// An upstream's background tasks (health checks, DNS) stop when it is
+/// dropped.
+pub fn upstreams(config: &Config, metrics: &Metrics) -> BTreeMap<String, Upstream> {
+    config
+        .backends
+        .iter()
+        .map(|(name, b)| (name.clone(), Upstream::with_metrics(b.clone(), metrics)))
+        .collect()
+}
+
+/// Each route's shadow, sending through `upstreams`.
+pub fn shadows(
+    config: &Config,
+    upstreams: &BTreeMap<String, Upstream>,
+    metrics: &Metrics,
+    admission: &Arc<shed::Admission>,
+) -> BTreeMap<String, shadow::Mirror> {
+    config
+        .routes
+        .iter()
+        .filter_map(|r| {
+            let s = r.shadow.as_ref()?;
+            let upstream = upstreams.get(&s.backend.name)?.clone();
+            let mirror = shadow::Mirror::new(&r.name, s, upstream, metrics, admission.clone());
+            Some((r.name.clone(), mirror))
+        })
+        .collect()
 }
 
 /// The gateway service. Cheap to clone.
@@ -75,15 +110,12 @@ impl Gateway {
         metrics: Metrics,
         registry: Arc<guard::Registry>,
     ) -> Gateway {
-        let upstreams = config
-            .backends
-            .iter()
-            .map(|(name, b)| (name.clone(), Upstream::new(b.clone())))
-            .collect();
-        let admission = shed::Admission::new(
+        let upstreams = upstreams(&config, &metrics);
+        let admission = Arc::new(shed::Admission::new(
             config.server.max_concurrent_requests,
             config.server.queue_timeout,
-        );
+        ));
+        let shadows = shadows(&config, &upstreams, &metrics, &admission);
         Gateway {
             shared: Arc::new(Shared {
                 prefixes: dispatch::Prefixes::new(&config),
@@ -91,10 +123,16 @@ impl Gateway {
                 registry,
                 config,
                 upstreams,
+                shadows,
                 metrics,
                 admission,
             }),
         }
+    }
+
+    /// What `/readyz` should say about the routes (see [`readiness`]).
+    pub fn readiness(&self) -> readiness::Readiness {
+        readiness::check(&self.shared.config, &self.shared.upstreams)
     }
 
     pub fn config(&self) -> &Config {
@@ -111,6 +149,7 @@ impl Gateway {
     /// exchange is observed.
     pub async fn handle(&self, mut req: Request<Incoming>) -> Response<Body> {
         let request_id = ensure_request_id(req.headers_mut());
+        let backend_hint = split::take_hint(req.headers_mut());
         let endpoint = dispatch::classify(req.method(), req.uri().path(), &self.shared.prefixes);
         let frontend = endpoint.as_ref().map_or(Frontend::V2, Endpoint::frontend);
         let obs = Observation::start(Start {
@@ -119,6 +158,7 @@ impl Gateway {
             request_id,
             method: req.method().clone(),
             path: req.uri().path(),
+            backend_hint,
         });
         let result = match endpoint {
             Ok(endpoint) => self.serve(endpoint, req, &obs).await,
@@ -232,7 +272,7 @@ impl Gateway {
     ) -> Result<Exchange<'a>, GatewayError> {
         let route = self.route(model, path)?;
         obs.bind(route, model.unwrap_or(""));
-        Ok(self.exchange(route, obs))
+        self.exchange(route, obs)
     }
 }
 
@@ -270,14 +310,31 @@ impl crate::frontend::decthings::Routes for Gateway {
         Gateway::admit_caller(self, route, key, obs)
     }
 
-    fn exchange<'a>(&'a self, route: &'a Route, obs: &'a Observation) -> Exchange<'a> {
+    fn exchange<'a>(
+        &'a self,
+        route: &'a Route,
+        obs: &'a Observation,
+    ) -> Result<Exchange<'a>, GatewayError> {
+        let i = split::choose(route, obs.backend_hint())?;
+        obs.use_backend(i);
+        let name = route
+            .split
+            .get(i)
+            .map_or(&route.backend.name, |w| &w.backend.name);
         // Every route's backend exists: configuration checked it.
-        let upstream = &self.shared.upstreams[&route.backend.name];
-        Exchange {
+        let upstream = self
+            .shared
+            .upstreams
+            .get(name)
+            .ok_or_else(|| GatewayError::Internal {
+                what: format!("backend {name:?} of route {:?} has no client", route.name),
+            })?;
+        Ok(Exchange {
             route,
             upstream,
+            shadow: self.shared.shadows.get(&route.name),
             obs,
-        }
+        })
     }
 }
 

@@ -86,6 +86,7 @@ pub fn start_with_metrics(
     let state = admin::AdminState {
         ready: ready.clone(),
         metrics,
+        gateway: Some(gateway.clone()),
     };
     let admin_task = tokio::spawn(admin::serve(admin, state, head_timeout, admin_stopped));
     let task = tokio::spawn(async move {
