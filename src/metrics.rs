@@ -89,6 +89,11 @@ pub struct Metrics {
     pub in_flight: IntGaugeVec,
     /// Access-log lines dropped because the writer fell behind.
     pub access_log_dropped: prometheus::IntCounter,
+    /// Configuration reloads by `result` (`success`, `failure`).
+    pub config_reloads: IntCounterVec,
+    /// The hash of the configuration file in force (53 bits, exact as a
+    /// float); 0 when the configuration came from no file.
+    pub config_hash: prometheus::Gauge,
 }
 
 fn counter(
@@ -213,6 +218,26 @@ impl Metrics {
                 r.register(Box::new(c.clone()))?;
                 c
             },
+            config_reloads: {
+                let c = counter(
+                    r,
+                    "tensorgate_config_reloads_total",
+                    "Configuration reloads (SIGHUP or a changed file), by result: success or failure (the running configuration was kept).",
+                    &["result"],
+                )?;
+                for result in ["success", "failure"] {
+                    c.with_label_values(&[result]);
+                }
+                c
+            },
+            config_hash: {
+                let g = prometheus::Gauge::new(
+                    "tensorgate_config_hash",
+                    "Hash of the configuration file in force (what `tensorgate check-config` prints); 0 without a file.",
+                )?;
+                r.register(Box::new(g.clone()))?;
+                g
+            },
         })
     }
 
@@ -227,6 +252,15 @@ impl Metrics {
         for route in &config.routes {
             self.in_flight.with_label_values(&[&route.name]);
         }
+    }
+
+    /// Drops the resolved route series (the series stay registered): after
+    /// a reload a route may have another backend.
+    pub fn forget_routes(&self) {
+        self.routes
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .clear();
     }
 
     /// The resolved series of `route` (whose backend is `backend`), made on

@@ -48,6 +48,9 @@ pub struct ServerConfig {
     /// this delay, so load balancers stop sending first. Zero closes at
     /// once. Shorter than `shutdown_grace`.
     pub drain_delay: Duration,
+    /// `[server.tls]`: TLS on the data port (the admin port stays plain
+    /// HTTP). Without it the data port speaks cleartext HTTP/1 and h2c.
+    pub tls: Option<super::ServerTls>,
 }
 
 impl ServerConfig {
@@ -77,6 +80,7 @@ impl Default for ServerConfig {
             queue_timeout: Duration::from_secs(5),
             body_total_timeout: Duration::from_secs(300),
             drain_delay: Self::default_drain_delay(shutdown_grace),
+            tls: None,
         }
     }
 }

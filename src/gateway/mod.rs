@@ -13,6 +13,7 @@ pub mod dispatch;
 pub mod encoding;
 pub mod error;
 pub mod headers;
+pub mod live;
 pub mod observe;
 pub mod passthrough;
 pub mod shed;
@@ -39,46 +40,109 @@ use error::GatewayError;
 use observe::{Observation, Start, ensure_request_id};
 use upstream::Upstream;
 
-/// State shared by every request.
+/// State shared by every request: one configuration and what was built
+/// from it. Replaced whole on a reload ([`live`]); a request keeps the one
+/// it started with.
 #[derive(Debug)]
 pub struct Shared {
     pub config: Config,
-    pub upstreams: BTreeMap<String, Upstream>,
+    pub upstreams: BTreeMap<String, Arc<Upstream>>,
     pub metrics: Metrics,
-    pub admission: shed::Admission,
+    pub admission: Arc<shed::Admission>,
     prefixes: dispatch::Prefixes,
 }
 
-/// The gateway service. Cheap to clone.
+/// The gateway service for one configuration. Cheap to clone.
 #[derive(Clone, Debug)]
 pub struct Gateway {
     shared: Arc<Shared>,
 }
 
+/// What a reconfigured gateway took over from the one before.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Kept {
+    /// Backends whose upstream (pool, slots, metadata cache) was kept.
+    pub upstreams: usize,
+    /// Backends built anew (new or changed).
+    pub rebuilt: usize,
+    /// Whether the request slots were kept (limits unchanged).
+    pub admission: bool,
+}
+
 impl Gateway {
     pub fn new(config: Config, metrics: Metrics) -> Gateway {
+        Gateway::build(config, metrics, None).0
+    }
+
+    /// A gateway for `config` that keeps from this one what did not change:
+    /// the upstream of every backend whose settings are identical (so its
+    /// pooled connections, slots and metadata cache live on), and the
+    /// request slots when `max_concurrent_requests` and `queue_timeout`
+    /// are unchanged. Requests in flight keep this gateway until they end.
+    pub fn reconfigured(&self, config: Config) -> (Gateway, Kept) {
+        self.shared.metrics.init_series(&config);
+        // A route's series name its backend: resolve them again.
+        self.shared.metrics.forget_routes();
+        Gateway::build(config, self.shared.metrics.clone(), Some(&self.shared))
+    }
+
+    fn build(config: Config, metrics: Metrics, before: Option<&Shared>) -> (Gateway, Kept) {
+        let mut kept = Kept::default();
         let upstreams = config
             .backends
             .iter()
-            .map(|(name, b)| (name.clone(), Upstream::new(b.clone())))
+            .map(|(name, b)| {
+                let same = before
+                    .and_then(|s| s.upstreams.get(name))
+                    .filter(|u| *u.backend == **b);
+                let upstream = match same {
+                    Some(u) => {
+                        kept.upstreams += 1;
+                        u.clone()
+                    }
+                    None => {
+                        kept.rebuilt += 1;
+                        Arc::new(Upstream::new(b.clone()))
+                    }
+                };
+                (name.clone(), upstream)
+            })
             .collect();
-        let admission = shed::Admission::new(
-            config.server.max_concurrent_requests,
-            config.server.queue_timeout,
-        );
-        Gateway {
-            shared: Arc::new(Shared {
-                prefixes: dispatch::Prefixes::new(&config),
-                config,
-                upstreams,
-                metrics,
-                admission,
-            }),
-        }
+        let server = &config.server;
+        let admission = match before {
+            Some(s)
+                if s.config.server.max_concurrent_requests == server.max_concurrent_requests
+                    && s.config.server.queue_timeout == server.queue_timeout =>
+            {
+                kept.admission = true;
+                s.admission.clone()
+            }
+            _ => Arc::new(shed::Admission::new(
+                server.max_concurrent_requests,
+                server.queue_timeout,
+            )),
+        };
+        let shared = Arc::new(Shared {
+            prefixes: dispatch::Prefixes::new(&config),
+            config,
+            upstreams,
+            metrics,
+            admission,
+        });
+        (Gateway { shared }, kept)
     }
 
     pub fn config(&self) -> &Config {
         &self.shared.config
+    }
+
+    pub fn metrics(&self) -> &Metrics {
+        &self.shared.metrics
+    }
+
+    /// The upstream of backend `name`.
+    pub fn upstream(&self, name: &str) -> Option<&Arc<Upstream>> {
+        self.shared.upstreams.get(name)
     }
 
     /// Serves one request; every error becomes its response here, and every
@@ -200,7 +264,7 @@ impl crate::frontend::decthings::Routes for Gateway {
 
     fn exchange<'a>(&'a self, route: &'a Route, obs: &'a Observation) -> Exchange<'a> {
         // Every route's backend exists: configuration checked it.
-        let upstream = &self.shared.upstreams[&route.backend.name];
+        let upstream: &Upstream = &self.shared.upstreams[&route.backend.name];
         Exchange {
             route,
             upstream,

@@ -5,6 +5,7 @@ mod build;
 mod errors;
 mod frontends;
 mod keys;
+mod tls;
 
 use super::*;
 

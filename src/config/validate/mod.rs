@@ -2,13 +2,16 @@
 //! every semantic problem with its key: ranges, required keys, references
 //! from routes to backends and models, names that must be unique across
 //! routes. Defaults come from the typed structs (`Default`, `new`), never
-//! from here. Never sees TOML text.
+//! from here. Never sees TOML text; reads the TLS files the configuration
+//! names.
 
 mod frontends;
 mod route;
+mod tls;
 mod unique;
 
 use std::collections::BTreeMap;
+use std::path::Path;
 use std::sync::Arc;
 
 use super::raw::{RawBackend, RawConfig, RawLimits, RawServer, Stage1, Table};
@@ -26,11 +29,16 @@ macro_rules! apply {
 use apply;
 
 /// Turns stage 1's output into a [`Config`], or the problems found.
-pub fn config(stage1: &Stage1, raw: RawConfig) -> Result<Config, Vec<ConfigError>> {
+pub fn config(
+    stage1: &Stage1,
+    raw: RawConfig,
+    base: Option<&Path>,
+) -> Result<Config, Vec<ConfigError>> {
     let mut check = Check {
         stage1,
         errors: Vec::new(),
         unique: unique::Unique::default(),
+        base,
     };
     let server = check.server(raw.server.0);
     let defaults = check.limits("limits", Limits::default(), raw.limits.0);
@@ -81,6 +89,8 @@ struct Check<'a> {
     stage1: &'a Stage1,
     errors: Vec<ConfigError>,
     unique: unique::Unique,
+    /// The directory relative paths are taken against.
+    base: Option<&'a Path>,
 }
 
 impl Check<'_> {
@@ -96,6 +106,7 @@ impl Check<'_> {
         if raw.drain_delay.is_none() {
             s.drain_delay = ServerConfig::default_drain_delay(s.shutdown_grace);
         }
+        s.tls = raw.tls.and_then(|t| self.server_tls(t.0));
         self.errors.extend(server_problems(&s));
         s
     }
@@ -123,11 +134,12 @@ impl Check<'_> {
         }
         let mut out = BTreeMap::new();
         for (name, Table(b)) in raw {
-            let Some(url) = b.url else {
+            let Some(url) = b.url.clone() else {
                 self.error(format!("backends.{name}.url"), "required");
                 continue;
             };
             let mut backend = Backend::new(&name, url.0);
+            self.backend_tls(&mut backend, &b);
             apply!(backend, b; connect_timeout, request_timeout, pool_idle_timeout,
                 pool_max_idle_per_host, max_connections, stream_idle_timeout, metadata_ttl);
             out.insert(name, Arc::new(backend));

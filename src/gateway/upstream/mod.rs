@@ -10,6 +10,7 @@
 //! backend unless its method is idempotent.
 
 pub mod body;
+pub mod connector;
 mod failure;
 pub mod location;
 
@@ -19,7 +20,6 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use http::{HeaderMap, HeaderValue, Method, Request, Response, Uri};
 use hyper_util::client::legacy::Client;
-use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::{TokioExecutor, TokioTimer};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
@@ -40,7 +40,7 @@ const METADATA_ENTRIES: usize = 256;
 #[derive(Clone, Debug)]
 pub struct Upstream {
     pub backend: Arc<Backend>,
-    client: Client<HttpConnector, Body>,
+    client: Client<connector::Connector, Body>,
     slots: Arc<Semaphore>,
     /// The backend's models' metadata, cached for `metadata_ttl`.
     pub metadata: Arc<MetadataCache>,
@@ -85,10 +85,6 @@ impl OutBody {
 
 impl Upstream {
     pub fn new(backend: Arc<Backend>) -> Upstream {
-        let mut connector = HttpConnector::new();
-        connector.set_connect_timeout(Some(backend.connect_timeout));
-        connector.set_nodelay(true);
-        connector.enforce_http(true);
         let client = Client::builder(TokioExecutor::new())
             .pool_timer(TokioTimer::new())
             .pool_idle_timeout(backend.pool_idle_timeout)
@@ -96,7 +92,7 @@ impl Upstream {
             // A pooled connection found closed before the request was
             // handed to it is replaced (the default, stated).
             .retry_canceled_requests(true)
-            .build(connector);
+            .build(connector::connector(&backend));
         let host = backend
             .url
             .authority()
