@@ -90,6 +90,11 @@ seed_corpora() {
             for f in "$s"/*."$ext"; do seed "$c/$t" "$(basename "$f")" '' "$f"; done
         fi
     done
+    if [[ ! -d "$c/auth_credentials" ]]; then
+        seed "$c/auth_credentials" keys '\x00' $'-# keys\nalice:aaaaaaaaaaaaaaaa\nbob : bbbbbbbbbbbbbbbb\n'
+        seed "$c/auth_credentials" bearer '\x01' $'-authorization: Bearer aaaaaaaaaaaaaaaa\n'
+        seed "$c/auth_credentials" sigv4 '\x01' $'-authorization: AWS4-HMAC-SHA256 Credential=alice/20260115/us-east-1/sagemaker/aws4_request, SignedHeaders=host;x-amz-date, Signature=2ec261a6ceb1fae9f8c743bfe0967f81fa9ef2e66162d88961eea42f1783d0aa\nx-amz-date: 20260115T093000Z\nx-amz-content-sha256: UNSIGNED-PAYLOAD\n\n1,2\n'
+    fi
     if [[ ! -d "$c/v2_value_writer" ]]; then
         seed "$c/v2_value_writer" mixed '\x03' '-\x00\x00\xc0\x7f\x05\x00\x00\x00hello'
     fi

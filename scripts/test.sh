@@ -10,7 +10,8 @@
 #   4. deploy/ manifests, dashboard and Dockerfile checks;
 #   5. the Python conformance suite with the real clients (tritonclient,
 #      kserve), through tensorgate and direct; the SageMaker SDK and boto3
-#      against the SageMaker frontend.
+#      against the SageMaker frontend, and boto3 signing with a route's
+#      keys (SigV4) and hitting its rate limit.
 # Servers are stopped by PID on exit, whatever happens. Run scripts/setup.sh
 # once first. Without CI=true the real-backend tests skip loudly when a
 # backend is missing; with CI=true they fail.
@@ -59,6 +60,8 @@ cargo test --locked --all-targets
 
 step "SageMaker SDK and boto3 against the SageMaker frontend (demo and real Triton)"
 TENSORGATE_BIN="$BIN" bash scripts/sagemaker/client.sh python tests/sagemaker/clients.py
+step "boto3 with API keys, SigV4 and rate limits (tests/sagemaker/auth.py)"
+TENSORGATE_BIN="$BIN" bash scripts/sagemaker/client.sh python tests/sagemaker/auth.py
 
 step "promtool check metrics on a real scrape"
 bash scripts/check-metrics.sh "$BIN"

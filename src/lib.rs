@@ -8,6 +8,8 @@
 //! the wire formats and never does I/O; [`gateway`] is the HTTP layer with
 //! the inference core every [`frontend`] (one per client protocol) shares.
 
+pub mod auth;
+pub mod calendar;
 pub mod cli;
 pub mod codec;
 pub mod config;

@@ -94,7 +94,16 @@ pub struct Metrics {
     /// The hash of the configuration file in force (53 bits, exact as a
     /// float); 0 when the configuration came from no file.
     pub config_hash: prometheus::Gauge,
+    /// Requests whose key matched, by route and key name.
+    pub authenticated: IntCounterVec,
+    /// Requests refused for their credentials, by route and reason.
+    pub auth_failures: IntCounterVec,
+    /// Requests refused by a rate limit, by route, key and limit.
+    pub rate_limited: IntCounterVec,
 }
+
+/// The `key` label of requests without a key.
+pub const NO_KEY: &str = "_none";
 
 fn counter(
     r: &Registry,
@@ -210,6 +219,24 @@ impl Metrics {
                 &["backend", "kind"],
             )?,
             in_flight,
+            authenticated: counter(
+                r,
+                "tensorgate_authenticated_requests_total",
+                "Requests whose API key or signature matched, by route and key name (names from the key files).",
+                &["route", "key"],
+            )?,
+            auth_failures: counter(
+                r,
+                "tensorgate_auth_failures_total",
+                "Requests refused for their credentials, by route (_none before the route is known) and reason: missing, invalid, signature, expired.",
+                &["route", "reason"],
+            )?,
+            rate_limited: counter(
+                r,
+                "tensorgate_rate_limited_total",
+                "Requests refused by a rate limit (route or per key), by route, key name (_none without a key) and limit: requests or elements.",
+                &["route", "key", "limit"],
+            )?,
             access_log_dropped: {
                 let c = prometheus::IntCounter::new(
                     "tensorgate_access_log_dropped_total",
@@ -251,6 +278,43 @@ impl Metrics {
         }
         for route in &config.routes {
             self.in_flight.with_label_values(&[&route.name]);
+            self.init_access_series(route);
+        }
+    }
+
+    /// Zero series for a route's keys, auth failures and rate limits.
+    fn init_access_series(&self, route: &crate::config::Route) {
+        let names: Vec<&str> = match &route.auth {
+            Some(auth) => {
+                for reason in crate::auth::AuthFailure::ALL {
+                    self.auth_failures
+                        .with_label_values(&[&route.name, reason.label()]);
+                }
+                auth.keys.names().iter().map(|n| &**n).collect()
+            }
+            None => vec![NO_KEY],
+        };
+        let limits = &route.rate_limit;
+        for name in &names {
+            if route.auth.is_some() {
+                self.authenticated
+                    .with_label_values(&[route.name.as_str(), name]);
+            }
+            for (unit, limited) in [
+                (
+                    "requests",
+                    limits.route.requests.or(limits.per_key.requests),
+                ),
+                (
+                    "elements",
+                    limits.route.elements.or(limits.per_key.elements),
+                ),
+            ] {
+                if limited.is_some() {
+                    self.rate_limited
+                        .with_label_values(&[route.name.as_str(), name, unit]);
+                }
+            }
         }
     }
 

@@ -5,53 +5,13 @@
 
 mod common;
 
-use std::io::Write;
-use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use common::*;
 use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
 
-/// Everything logged in this test binary.
-#[derive(Clone, Default)]
-struct Capture(Arc<Mutex<Vec<u8>>>);
-
-impl Write for Capture {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-fn log() -> &'static Capture {
-    static LOG: OnceLock<Capture> = OnceLock::new();
-    LOG.get_or_init(|| {
-        let capture = Capture::default();
-        let writer = capture.clone();
-        tracing_subscriber::fmt()
-            .json()
-            .flatten_event(true)
-            .with_env_filter("tensorgate::access=info")
-            .with_writer(move || writer.clone())
-            .init();
-        capture
-    })
-}
-
-/// Access-log events of one request id.
-fn access_lines(request_id: &str) -> Vec<serde_json::Value> {
-    let bytes = log().0.lock().unwrap().clone();
-    String::from_utf8(bytes)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
-        .filter(|v| v["request_id"] == request_id)
-        .collect()
-}
+use common::access_log::{self, lines as access_lines};
 
 fn metric(text: &str, series: &str) -> Option<f64> {
     text.lines()
@@ -121,7 +81,7 @@ const KEYS: &str = "max_concurrent_requests = 1\nqueue_timeout = \"300ms\"";
 
 #[tokio::test]
 async fn a_passthrough_client_gone_before_the_headers_leaves_the_gauge_at_zero() {
-    log();
+    access_log::start();
     let backend = slow_backend().await;
     let gw = gateway(&server_config(&backend.url(), KEYS)).await;
     let id = "gone-before-headers-passthrough";
@@ -132,7 +92,7 @@ async fn a_passthrough_client_gone_before_the_headers_leaves_the_gauge_at_zero()
 
 #[tokio::test]
 async fn an_infer_client_gone_before_the_headers_leaves_the_gauge_at_zero() {
-    log();
+    access_log::start();
     let backend = slow_backend().await;
     let gw = gateway(&server_config(&backend.url(), KEYS)).await;
     let id = "gone-before-headers-infer";

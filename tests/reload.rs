@@ -321,6 +321,67 @@ async fn a_configmap_style_symlink_swap_is_picked_up() {
     assert_eq!(probe(h.gw.data_addr, 8).await, 200);
 }
 
+/// A route with keys (`keys` beside the configuration file) and a route
+/// rate limit of 3 requests, refilled too slowly to matter in a test;
+/// `note` makes otherwise identical files differ.
+fn guarded(demo: &str, note: &str) -> String {
+    format!(
+        r#"# {note}
+[server]
+shutdown_grace = "1s"
+drain_delay = "0s"
+[backends.demo]
+url = "{demo}"
+[[routes]]
+name = "default"
+default = true
+backend = "demo"
+[routes.auth]
+keys_file = "keys"
+[routes.rate_limit]
+requests_per_second = 0.001
+burst = 3
+"#
+    )
+}
+
+#[tokio::test]
+async fn a_rotated_key_file_is_reloaded_and_rate_limit_buckets_survive_reloads() {
+    const ALICE: &str = "alice-key-0123456789";
+    const BOB: &str = "bob-key-0123456789ab";
+    let dir = TempDir::new("reload-keys");
+    let demo = tensorgate::demo::spawn().await.unwrap();
+    dir.write("keys", format!("alice:{ALICE}\n"));
+    let file = dir.write("tensorgate.toml", guarded(&demo.url(), "first"));
+    let h = Harness::on(dir, file, demo, Duration::from_millis(50)).await;
+    let addr = h.gw.data_addr;
+    let get = |key: &'static str| async move {
+        let headers = [("x-api-key", key)];
+        let got = send(addr, "GET", "/v2/models/simple", &headers, "").await;
+        got.status.as_u16()
+    };
+    assert_eq!(get(ALICE).await, 200);
+    assert_eq!(get(BOB).await, 401);
+
+    // A Secret update: the key file alone changes; the watcher reloads.
+    h.dir.write("keys", format!("bob:{BOB}\n"));
+    h.wait_for((1, 0)).await;
+    assert_eq!(get(ALICE).await, 401);
+    assert_eq!(get(BOB).await, 200);
+
+    // A bad key file is refused; bob's key stays in force.
+    h.dir.write("keys", "bob:short\n");
+    h.wait_for((1, 1)).await;
+    assert_eq!(get(BOB).await, 200);
+
+    // The route's bucket (3 requests) lived through both reloads and lives
+    // through a third: the next request is over the limit.
+    h.dir.write("keys", format!("bob:{BOB}\n"));
+    h.write(&guarded(&h.demo.url(), "second"));
+    h.wait_for((2, 1)).await;
+    assert_eq!(get(BOB).await, 429);
+}
+
 /// The real binary, killed if the test ends first.
 struct Process {
     child: Child,

@@ -9,6 +9,7 @@
 //! trusts it. Configuration never does network I/O and never panics on bad
 //! input. Every key is documented in `config/tensorgate.example.toml`.
 
+mod access;
 mod backend;
 mod build;
 mod duration;
@@ -25,6 +26,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 
+pub use access::{Rate, RateLimit, Rates, RouteAuth};
 pub use backend::Backend;
 pub use error::{ConfigError, ConfigErrors};
 pub use frontends::{DecthingsRoute, MultipleTensors, SageMakerOutput, SageMakerRoute};
@@ -58,9 +60,10 @@ impl Config {
     }
 
     /// Every file this configuration was read from besides the
-    /// configuration file itself, with its contents as read when they are
-    /// kept: what a reload must watch, since a change to any of them
-    /// changes the configuration (a rotated certificate).
+    /// configuration file itself (TLS files, key files), with its contents
+    /// as read when they are kept: what a reload must watch, since a change
+    /// to any of them changes the configuration (a rotated certificate, a
+    /// rotated key file).
     pub fn files_read(&self) -> Vec<(PathBuf, Option<Arc<[u8]>>)> {
         let mut pems: Vec<&PemFile> = Vec::new();
         if let Some(tls) = &self.server.tls {
@@ -77,10 +80,15 @@ impl Config {
             .into_iter()
             .map(|f| (f.path.clone(), Some(f.pem.clone())))
             .collect();
-        // HOOK(auth-ratelimit): add every route's `auth.keys_file` here (as
-        // `(path, None)`: its contents are not kept), so a rotated key file
-        // (a Secret update) reloads the configuration and with it the keys,
-        // which are read while the configuration loads.
+        // Key files: their contents are not kept (only digests), so the
+        // watcher reads them when it starts watching. A rotated key file (a
+        // Secret update) reloads the configuration, which reads the keys.
+        files.extend(
+            self.routes
+                .iter()
+                .filter_map(|r| r.auth.as_ref())
+                .map(|a| (a.keys_file.clone(), None)),
+        );
         files.sort_by(|a, b| a.0.cmp(&b.0));
         files.dedup_by(|a, b| a.0 == b.0);
         files

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use serde::Deserialize;
 
-use super::{Backend, DecthingsRoute, Limits, SageMakerRoute};
+use super::{Backend, DecthingsRoute, Limits, RateLimit, RouteAuth, SageMakerRoute};
 pub use crate::codec::v2::path::Control;
 use crate::rules::RouteRules;
 
@@ -37,12 +37,17 @@ pub struct Route {
     pub sagemaker: SageMakerRoute,
     /// Triton control endpoints allowed on the data port (default none).
     pub allow_control: BTreeSet<Control>,
+    /// `[routes.auth]`: the keys requests must carry (default: none needed).
+    pub auth: Option<RouteAuth>,
+    /// `[routes.rate_limit]` (default: no limit).
+    pub rate_limit: RateLimit,
 }
 
 impl Route {
     /// A route to `backend` with every optional key at its default: no
     /// models, not the default route, binary format, default limits, no
-    /// rules, both frontends on with their defaults, no control endpoints.
+    /// rules, both frontends on with their defaults, no control endpoints,
+    /// no keys needed and no rate limits.
     pub fn new(name: impl Into<String>, backend: Arc<Backend>) -> Route {
         Route {
             name: name.into(),
@@ -58,6 +63,8 @@ impl Route {
             decthings: DecthingsRoute::default(),
             sagemaker: SageMakerRoute::default(),
             allow_control: BTreeSet::new(),
+            auth: None,
+            rate_limit: RateLimit::default(),
         }
     }
 }

@@ -17,6 +17,8 @@ use std::sync::OnceLock;
 use std::sync::mpsc::{Receiver, SyncSender, TrySendError, sync_channel};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use crate::calendar::civil_from_days;
+
 /// Lines queued for the writer before new ones are dropped.
 const QUEUE_LINES: usize = 16 * 1024;
 
@@ -38,6 +40,8 @@ pub struct Record<'a> {
     pub path: &'a str,
     pub route: &'a str,
     pub model: &'a str,
+    /// The name of the caller's key (empty without one); never the key.
+    pub key: &'a str,
     pub status: u16,
     pub completed: bool,
     pub client_bytes_in: u64,
@@ -153,6 +157,7 @@ fn text(out: &mut Vec<u8>, now: Duration, r: &Record<'_>) {
         ("path", r.path),
         ("route", r.route),
         ("model", r.model),
+        ("key", r.key),
     ] {
         text_key(out, k);
         text_str(out, v);
@@ -182,6 +187,7 @@ fn json(out: &mut Vec<u8>, now: Duration, r: &Record<'_>) {
         ("path", r.path),
         ("route", r.route),
         ("model", r.model),
+        ("key", r.key),
     ] {
         json_key(out, k);
         crate::codec::v2::strings::write_json_string(v.as_bytes(), out);
@@ -253,7 +259,8 @@ fn text_str(out: &mut Vec<u8>, v: &str) {
 /// `2026-11-23T19:45:19.123456Z` (UTC).
 fn timestamp(out: &mut Vec<u8>, since_epoch: Duration) {
     let secs = since_epoch.as_secs();
-    let (y, m, d) = civil(secs / 86_400);
+    let (y, m, d) = civil_from_days((secs / 86_400) as i64);
+    let (y, m, d) = (y as u64, m as u64, d as u64);
     let t = secs % 86_400;
     let two = |out: &mut Vec<u8>, v: u64| {
         out.extend_from_slice(&[b'0' + (v / 10) as u8, b'0' + (v % 10) as u8])
@@ -276,21 +283,6 @@ fn timestamp(out: &mut Vec<u8>, since_epoch: Duration) {
     out.push(b'Z');
 }
 
-/// Days since 1970-01-01 → (year, month, day) in the proleptic Gregorian
-/// calendar (Howard Hinnant's days-to-civil).
-fn civil(days: u64) -> (u64, u64, u64) {
-    let z = days as i64 + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    (y as u64, m as u64, d as u64)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -303,6 +295,7 @@ mod tests {
             path: "/v2/models/a b/infer",
             route: "default",
             model: "",
+            key: "alice",
             status: 200,
             completed: true,
             client_bytes_in: 10,
@@ -317,9 +310,6 @@ mod tests {
 
     #[test]
     fn calendar() {
-        assert_eq!(civil(0), (1970, 1, 1));
-        assert_eq!(civil(20_415), (2025, 11, 23));
-        assert_eq!(civil(11_016), (2000, 2, 29));
         let mut t = Vec::new();
         timestamp(&mut t, Duration::new(1_763_927_119, 123_456_789));
         assert_eq!(t, b"2025-11-23T19:45:19.123456Z");
@@ -331,7 +321,7 @@ mod tests {
         text(&mut out, Duration::new(0, 0), &record());
         assert_eq!(
             std::str::from_utf8(&out).unwrap(),
-            "1970-01-01T00:00:00.000000Z  INFO tensorgate::access: request request_id=abc kind=v2 method=POST path=\"/v2/models/a b/infer\" route=default model=\"\" status=200 completed=true client_bytes_in=10 backend_bytes_out=20 backend_bytes_in=30 client_bytes_out=40 upstream_first_byte_ms=1.234 upstream_total_ms=0.056 duration_ms=12000.001\n"
+            "1970-01-01T00:00:00.000000Z  INFO tensorgate::access: request request_id=abc kind=v2 method=POST path=\"/v2/models/a b/infer\" route=default model=\"\" key=alice status=200 completed=true client_bytes_in=10 backend_bytes_out=20 backend_bytes_in=30 client_bytes_out=40 upstream_first_byte_ms=1.234 upstream_total_ms=0.056 duration_ms=12000.001\n"
         );
     }
 
@@ -346,6 +336,7 @@ mod tests {
         assert_eq!(v["duration_ms"], 12000.001);
         assert_eq!(v["upstream_total_ms"], 0.056);
         assert_eq!(v["path"], "/v2/models/a b/infer");
+        assert_eq!(v["key"], "alice");
         assert_eq!(v["target"], "tensorgate::access");
     }
 }

@@ -14,6 +14,7 @@ use http_body_util::BodyExt;
 use hyper::body::Incoming;
 
 use http::{HeaderMap, header};
+use sha2::{Digest as _, Sha256};
 
 use super::encoding::{Coding, DecodeError, Decoder, request_coding};
 use super::error::GatewayError;
@@ -91,6 +92,8 @@ pub struct ClientBody {
     /// The uncompressed length the client declared, if it did.
     declared: Option<u64>,
     finished: bool,
+    /// SHA-256 of the bytes as received, when asked for (SigV4).
+    digest: Option<Sha256>,
 }
 
 impl ClientBody {
@@ -120,7 +123,20 @@ impl ClientBody {
             wire: 0,
             declared,
             finished: false,
+            digest: None,
         })
+    }
+
+    /// Also hashes the body as it comes off the wire (before any
+    /// decompression): what a SigV4 signature covers.
+    pub fn with_wire_digest(mut self) -> ClientBody {
+        self.digest = Some(Sha256::new());
+        self
+    }
+
+    /// SHA-256 of the bytes received so far, if asked for.
+    pub fn wire_digest(&self) -> Option<crate::auth::keys::Digest> {
+        self.digest.as_ref().map(|d| d.clone().finalize().into())
     }
 
     /// The uncompressed body length the client declared, if it did.
@@ -212,6 +228,9 @@ impl ClientBody {
                     return Ok(None);
                 };
                 self.wire += data.len() as u64;
+                if let Some(d) = self.digest.as_mut() {
+                    d.update(&data);
+                }
                 match self.decoder.as_mut() {
                     None => data,
                     Some(d) => {

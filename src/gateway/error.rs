@@ -12,10 +12,12 @@ use super::body::{Body, full};
 use super::core::ModelRef;
 use super::core::backend::ReplyError;
 use super::core::raw_input::RawError;
+use super::guard::{AuthProblem, Refusal};
 use crate::codec::v2::DocError;
 use crate::codec::v2::framing::FramingError;
 use crate::codec::v2::json_write::WriteError;
 use crate::codec::v2::path::{Control, PathError};
+use crate::config::Route;
 use crate::rules::{RouteRules, Violation};
 
 /// What went wrong while serving a request.
@@ -122,6 +124,14 @@ pub enum GatewayError {
     Internal { what: String },
     #[error("{0}")]
     SageMaker(Box<crate::frontend::sagemaker::SageMakerError>),
+    #[error("{}{problem}", route.as_deref().map(|r| format!("route \"{r}\": ")).unwrap_or_default())]
+    Unauthorized {
+        /// `None` before the route is known (a Decthings call's first check).
+        route: Option<String>,
+        problem: AuthProblem,
+    },
+    #[error("{0}")]
+    RateLimited(Box<Refusal>),
 }
 
 impl GatewayError {
@@ -164,6 +174,17 @@ impl GatewayError {
             }
             Internal { .. } => StatusCode::INTERNAL_SERVER_ERROR,
             SageMaker(e) => e.status(),
+            Unauthorized { .. } => StatusCode::UNAUTHORIZED,
+            RateLimited(r) if r.wait.is_none() => StatusCode::PAYLOAD_TOO_LARGE,
+            RateLimited(_) => StatusCode::TOO_MANY_REQUESTS,
+        }
+    }
+
+    /// Credentials refused on `route` (or before a route is known).
+    pub fn unauthorized(route: Option<&Route>, problem: AuthProblem) -> GatewayError {
+        GatewayError::Unauthorized {
+            route: route.map(|r| r.name.clone()),
+            problem,
         }
     }
 
@@ -175,6 +196,7 @@ impl GatewayError {
                 Some((waited.as_secs_f64().ceil() as u64).max(1))
             }
             GatewayError::BackendSaturated { .. } => Some(1),
+            GatewayError::RateLimited(r) => r.wait.map(|w| (w.as_secs_f64().ceil() as u64).max(1)),
             _ => None,
         }
     }
@@ -248,9 +270,18 @@ impl GatewayError {
                 HeaderValue::from_static("gzip, deflate"),
             );
         }
+        if matches!(self, GatewayError::Unauthorized { .. }) {
+            resp.headers_mut().insert(
+                header::WWW_AUTHENTICATE,
+                HeaderValue::from_static(WWW_AUTHENTICATE),
+            );
+        }
         resp
     }
 }
+
+/// The challenge of a 401.
+pub const WWW_AUTHENTICATE: &str = "Bearer realm=\"tensorgate\"";
 
 /// What is wrong with one input, beyond the route's rules: problems a
 /// frontend finds while turning its protocol's parameters into tensors.

@@ -58,6 +58,13 @@ pub fn trace_headers(client: &HeaderMap) -> HeaderMap {
     out
 }
 
+/// Removes the credentials a client presented to the gateway (on a route
+/// with keys the gateway consumed them: the backend never sees them).
+pub fn strip_credentials(headers: &mut HeaderMap) {
+    headers.remove(header::AUTHORIZATION);
+    headers.remove(crate::auth::API_KEY_HEADER);
+}
+
 /// Removes the headers that describe a body the gateway rewrites.
 pub fn strip_body_headers(headers: &mut HeaderMap) {
     headers.remove(header::CONTENT_LENGTH);

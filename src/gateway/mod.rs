@@ -12,6 +12,7 @@ pub mod core;
 pub mod dispatch;
 pub mod encoding;
 pub mod error;
+pub mod guard;
 pub mod headers;
 pub mod live;
 pub mod observe;
@@ -50,6 +51,11 @@ pub struct Shared {
     pub metrics: Metrics,
     pub admission: Arc<shed::Admission>,
     prefixes: dispatch::Prefixes,
+    /// Every rate-limit bucket; outlives configurations (see
+    /// [`Gateway::with_registry`]).
+    registry: Arc<guard::Registry>,
+    /// This configuration's limits, with the registry's buckets.
+    limits: guard::Table,
 }
 
 /// The gateway service for one configuration. Cheap to clone.
@@ -71,22 +77,49 @@ pub struct Kept {
 
 impl Gateway {
     pub fn new(config: Config, metrics: Metrics) -> Gateway {
-        Gateway::build(config, metrics, None).0
+        Gateway::with_registry(config, metrics, Arc::new(guard::Registry::new()))
+    }
+
+    /// A gateway whose rate limits use the buckets of `registry`: a gateway
+    /// built for a reloaded configuration with the registry of the one it
+    /// replaces ([`Gateway::registry`]) keeps every bucket both name, with
+    /// the tokens they hold. ([`Gateway::reconfigured`] does that, and
+    /// keeps unchanged backends too.)
+    pub fn with_registry(
+        config: Config,
+        metrics: Metrics,
+        registry: Arc<guard::Registry>,
+    ) -> Gateway {
+        Gateway::build(config, metrics, registry, None).0
     }
 
     /// A gateway for `config` that keeps from this one what did not change:
     /// the upstream of every backend whose settings are identical (so its
-    /// pooled connections, slots and metadata cache live on), and the
-    /// request slots when `max_concurrent_requests` and `queue_timeout`
-    /// are unchanged. Requests in flight keep this gateway until they end.
+    /// pooled connections, slots and metadata cache live on), the request
+    /// slots when `max_concurrent_requests` and `queue_timeout` are
+    /// unchanged, and the rate-limit buckets of every route and key both
+    /// name (with their tokens). Requests in flight keep this gateway until
+    /// they end.
     pub fn reconfigured(&self, config: Config) -> (Gateway, Kept) {
+        // New routes and key names get their zero series.
         self.shared.metrics.init_series(&config);
         // A route's series name its backend: resolve them again.
         self.shared.metrics.forget_routes();
-        Gateway::build(config, self.shared.metrics.clone(), Some(&self.shared))
+        let registry = self.shared.registry.clone();
+        Gateway::build(
+            config,
+            self.shared.metrics.clone(),
+            registry,
+            Some(&self.shared),
+        )
     }
 
-    fn build(config: Config, metrics: Metrics, before: Option<&Shared>) -> (Gateway, Kept) {
+    fn build(
+        config: Config,
+        metrics: Metrics,
+        registry: Arc<guard::Registry>,
+        before: Option<&Shared>,
+    ) -> (Gateway, Kept) {
         let mut kept = Kept::default();
         let upstreams = config
             .backends
@@ -124,6 +157,8 @@ impl Gateway {
         };
         let shared = Arc::new(Shared {
             prefixes: dispatch::Prefixes::new(&config),
+            limits: registry.table(&config),
+            registry,
             config,
             upstreams,
             metrics,
@@ -143,6 +178,12 @@ impl Gateway {
     /// The upstream of backend `name`.
     pub fn upstream(&self, name: &str) -> Option<&Arc<Upstream>> {
         self.shared.upstreams.get(name)
+    }
+
+    /// The rate-limit buckets, to hand to the gateway of a reloaded
+    /// configuration.
+    pub fn registry(&self) -> &Arc<guard::Registry> {
+        &self.shared.registry
     }
 
     /// Serves one request; every error becomes its response here, and every
@@ -200,33 +241,42 @@ impl Gateway {
         req: Request<Incoming>,
         obs: &Observation,
     ) -> Result<Response<Body>, GatewayError> {
-        // SageMaker's health check is never shed: a ping refused under load
-        // would have the platform replace a busy, healthy container.
-        if endpoint != Endpoint::SageMakerPing {
-            obs.hold(self.shared.admission.admit().await?);
-        }
+        // Where the route is known from the head, the caller is checked
+        // before the request takes a slot (so floods of bad keys or of
+        // requests over a limit cost no slot and no body).
         match endpoint {
+            // SageMaker's health check is never shed nor authenticated: a
+            // ping refused would have the platform replace a healthy
+            // container.
+            Endpoint::SageMakerPing => crate::frontend::sagemaker::ping(self, obs).await,
             Endpoint::Decthings { prefix } => {
-                if req.method() != http::Method::POST {
-                    return Err(GatewayError::MethodNotAllowed {
-                        method: req.method().clone(),
-                        path: req.uri().path().to_owned(),
-                    });
-                }
+                require_post(&req)?;
+                self.precheck_prefix(&prefix, req.headers())?;
+                self.admit(obs).await?;
                 crate::frontend::decthings::evaluate(self, &prefix, req, obs).await
             }
-            Endpoint::SageMakerPing => crate::frontend::sagemaker::ping(self, obs).await,
             Endpoint::SageMaker(target) => {
-                if req.method() != http::Method::POST {
-                    return Err(GatewayError::MethodNotAllowed {
-                        method: req.method().clone(),
-                        path: req.uri().path().to_owned(),
-                    });
-                }
-                crate::frontend::sagemaker::invoke(self, &target, req, obs).await
+                require_post(&req)?;
+                let (route, model) = crate::frontend::sagemaker::target::resolve(
+                    self.config(),
+                    &target,
+                    req.headers(),
+                )?;
+                obs.bind(route, &model);
+                let runtime = matches!(target, dispatch::SageMakerTarget::Endpoint(_));
+                let claim = self.authorize_head(route, req.headers(), runtime, obs)?;
+                self.admit(obs).await?;
+                let call = crate::frontend::sagemaker::Call {
+                    route,
+                    model,
+                    claim,
+                };
+                crate::frontend::sagemaker::invoke(self, call, req, obs).await
             }
             Endpoint::V2Infer { model } => {
                 let x = self.bind(Some(&model.name), req.uri().path(), obs)?;
+                self.authorize_head(x.route, req.headers(), false, obs)?;
+                self.admit(obs).await?;
                 crate::frontend::v2::infer(x, &self.shared.config.server, model, req).await
             }
             Endpoint::Passthrough { model, control } => {
@@ -239,9 +289,17 @@ impl Gateway {
                         kind,
                     });
                 }
+                self.authorize_head(x.route, req.headers(), false, obs)?;
+                self.admit(obs).await?;
                 passthrough::forward(x, req).await
             }
         }
+    }
+
+    /// Takes a request slot for the rest of the request.
+    async fn admit(&self, obs: &Observation) -> Result<(), GatewayError> {
+        obs.hold(self.shared.admission.admit().await?);
+        Ok(())
     }
 
     /// Binds a V2 request to the route serving the model its path names.
@@ -257,9 +315,38 @@ impl Gateway {
     }
 }
 
+/// Decthings and SageMaker inference are POSTs only.
+fn require_post(req: &Request<Incoming>) -> Result<(), GatewayError> {
+    if req.method() == http::Method::POST {
+        return Ok(());
+    }
+    Err(GatewayError::MethodNotAllowed {
+        method: req.method().clone(),
+        path: req.uri().path().to_owned(),
+    })
+}
+
 impl crate::frontend::decthings::Routes for Gateway {
     fn config(&self) -> &Config {
         &self.shared.config
+    }
+
+    fn authorize(
+        &self,
+        route: &Route,
+        headers: &http::HeaderMap,
+        obs: &Observation,
+    ) -> Result<(), GatewayError> {
+        self.authorize_head(route, headers, false, obs).map(|_| ())
+    }
+
+    fn admit_caller(
+        &self,
+        route: &Route,
+        key: Option<Arc<str>>,
+        obs: &Observation,
+    ) -> Result<(), GatewayError> {
+        Gateway::admit_caller(self, route, key, obs)
     }
 
     fn exchange<'a>(&'a self, route: &'a Route, obs: &'a Observation) -> Exchange<'a> {

@@ -16,6 +16,7 @@ use http_body_util::BodyExt;
 
 use super::body::{Body, BoxError};
 use super::error::GatewayError;
+use super::guard::{Caller, Unit};
 use super::shed::Slot;
 use crate::config::Route;
 use crate::metrics::{Metrics, RouteMetrics};
@@ -102,6 +103,8 @@ struct Inner {
     completed: AtomicBool,
     /// The request's admission slot, freed when the request completes.
     slot: Mutex<Option<Slot>>,
+    /// Set once the caller is checked (`gateway::guard`).
+    caller: OnceLock<Caller>,
 }
 
 #[derive(Debug)]
@@ -147,6 +150,7 @@ impl Observation {
                 totals: Totals::default(),
                 completed: AtomicBool::new(false),
                 slot: Mutex::new(None),
+                caller: OnceLock::new(),
             }),
         };
         obs.inner.unbound.in_flight.inc();
@@ -176,6 +180,40 @@ impl Observation {
         if let Ok(mut held) = self.inner.slot.lock() {
             *held = Some(slot);
         }
+    }
+
+    /// Records who called (after the route is bound): the key's name goes
+    /// to the access log and `tensorgate_authenticated_requests_total`,
+    /// the limiter charges tensor elements later. Only the first call
+    /// counts.
+    pub fn set_caller(&self, caller: Caller) {
+        let key = caller.key.clone();
+        if self.inner.caller.set(caller).is_ok()
+            && let Some(key) = key
+        {
+            self.inner
+                .metrics
+                .authenticated
+                .with_label_values(&[self.route(), &key])
+                .inc();
+        }
+    }
+
+    /// Charges `n` tensor elements to the caller's element limits (route
+    /// and key), if any: the request is refused when they would overdraw.
+    pub fn charge_elements(&self, n: u64) -> Result<(), GatewayError> {
+        let Some(caller) = self.inner.caller.get() else {
+            return Ok(());
+        };
+        let Some(limiter) = &caller.limiter else {
+            return Ok(());
+        };
+        if !limiter.limits_elements(caller.key.as_ref()) {
+            return Ok(());
+        }
+        limiter
+            .admit(caller.key.as_ref(), Unit::Elements, n, Instant::now())
+            .map_err(|r| GatewayError::RateLimited(Box::new(r)))
     }
 
     fn route(&self) -> &str {
@@ -282,11 +320,27 @@ impl Observation {
         }
     }
 
-    /// Counts what an error says about rules and backends.
+    /// Counts what an error says about rules, backends, credentials and
+    /// rate limits.
     pub fn error(&self, e: &GatewayError) {
         let m = &self.inner.metrics;
         if let (Some(kind), Some(b)) = (e.upstream_kind(), self.backend()) {
             m.upstream_errors.with_label_values(&[b, kind]).inc();
+        }
+        match e {
+            GatewayError::Unauthorized { problem, .. } => {
+                let reason = problem.failure().label();
+                m.auth_failures
+                    .with_label_values(&[self.route(), reason])
+                    .inc();
+            }
+            GatewayError::RateLimited(r) => {
+                let key = r.key.as_deref().unwrap_or(crate::metrics::NO_KEY);
+                m.rate_limited
+                    .with_label_values(&[&r.route, key, r.unit.label()])
+                    .inc();
+            }
+            _ => {}
         }
         let Some(bound) = self.inner.bound.get() else {
             return;
@@ -378,6 +432,11 @@ impl Inner {
             path: &self.path,
             route,
             model,
+            key: self
+                .caller
+                .get()
+                .and_then(|c| c.key.as_deref())
+                .unwrap_or(""),
             status,
             completed,
             client_bytes_in: t.client_in.load(Ordering::Relaxed),
@@ -407,6 +466,7 @@ fn trace_access(r: &super::access::Record<'_>) {
         path = r.path,
         route = r.route,
         model = r.model,
+        key = r.key,
         status = r.status,
         completed = r.completed,
         client_bytes_in = r.client_bytes_in,

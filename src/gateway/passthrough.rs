@@ -16,7 +16,7 @@ use super::client_body::check_declared_length;
 use super::core::Exchange;
 use super::encoding::{Coding, Inflated, request_coding};
 use super::error::GatewayError;
-use super::headers::strip_hop_by_hop;
+use super::headers::{strip_credentials, strip_hop_by_hop};
 use super::upstream::{Idle, OutBody, Outgoing, Stalled};
 
 /// Forwards `req` to the route's backend; a request body over the route's
@@ -32,6 +32,9 @@ pub async fn forward(
     check_declared_length(&parts.headers, route, max_body)?;
     let coding = request_coding(&parts.headers).unwrap_or(Coding::Identity);
     strip_hop_by_hop(&mut parts.headers);
+    if x.route.auth.is_some() {
+        strip_credentials(&mut parts.headers);
+    }
     parts.headers.remove(header::HOST);
     let body = if http_body::Body::is_end_stream(&body) {
         // Nothing to stream: the request can be sent again if need be.

@@ -13,8 +13,8 @@ use crate::config::{self, ClientAuth, Config, ConfigError, ConfigErrors, ServerT
 pub enum Source {
     /// A TOML file, read again on every load.
     File(PathBuf),
-    /// A configuration built without a file; a load re-reads only the TLS
-    /// files the overrides name.
+    /// A configuration built without a file; a load re-reads only its key
+    /// files and the TLS files the overrides name.
     Fixed(Box<Config>),
 }
 
@@ -63,7 +63,9 @@ impl Loader {
                 let (config, hash) = load_file(path)?;
                 (config, hash, Some(path.clone()))
             }
-            Source::Fixed(config) => ((**config).clone(), 0, None),
+            // Its key files (none in the demo and `--backend` ones today)
+            // are read again, as a file's are.
+            Source::Fixed(config) => (config.reload_keys()?, 0, None),
         };
         self.apply(&mut config)?;
         let mut files: Vec<WatchedFile> = config

@@ -2,6 +2,8 @@
 //! records what it received, and a small HTTP client.
 #![allow(dead_code)]
 
+pub mod access_log;
+
 use std::convert::Infallible;
 use std::future::Future;
 use std::net::SocketAddr;
@@ -409,4 +411,29 @@ pub async fn post_binary(
         body,
     )
     .await
+}
+
+/// Writes a key file (`name:key` lines) to a fresh temporary path and
+/// returns the path, for `[routes.auth] keys_file`.
+pub fn keys_file(lines: &str) -> std::path::PathBuf {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static N: AtomicU64 = AtomicU64::new(0);
+    let dir = std::env::temp_dir().join(format!("tg-test-keys-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(format!("keys-{}", N.fetch_add(1, Ordering::Relaxed)));
+    std::fs::write(&path, lines).unwrap();
+    path
+}
+
+/// One series of a Prometheus text scrape (`name{labels}` exactly as
+/// written by the exposition, labels in registration order).
+pub fn metric(text: &str, series: &str) -> Option<f64> {
+    text.lines()
+        .find_map(|l| l.strip_prefix(series)?.trim().parse().ok())
+}
+
+/// The admin port's `/metrics` text.
+pub async fn scrape_text(gw: &Running) -> String {
+    let got = send(gw.admin_addr, "GET", "/metrics", &[], "").await;
+    String::from_utf8(got.body.to_vec()).unwrap()
 }

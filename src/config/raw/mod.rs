@@ -100,6 +100,37 @@ pub struct RawRoute {
     pub allow_control: Vec<Word<Control>>,
     pub decthings: Table<RawDecthings>,
     pub sagemaker: Table<RawSageMaker>,
+    pub auth: Option<Table<RawAuth>>,
+    pub rate_limit: Option<Table<RawRateLimit>>,
+}
+
+/// `[routes.auth]`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RawAuth {
+    pub keys_file: Option<Name>,
+    pub sigv4: Option<bool>,
+}
+
+/// `[routes.rate_limit]`: the route's limits and the per-key ones.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RawRateLimit {
+    pub requests_per_second: Option<PerSecond>,
+    pub burst: Option<Positive<u64>>,
+    pub elements_per_second: Option<PerSecond>,
+    pub elements_burst: Option<Positive<u64>>,
+    pub per_key: Option<Table<RawRates>>,
+}
+
+/// `[routes.rate_limit.per_key]`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RawRates {
+    pub requests_per_second: Option<PerSecond>,
+    pub burst: Option<Positive<u64>>,
+    pub elements_per_second: Option<PerSecond>,
+    pub elements_burst: Option<Positive<u64>>,
 }
 
 /// `[routes.inputs.NAME]` and `[routes.outputs.NAME]`.

@@ -186,6 +186,43 @@ impl<'de, T: TryFrom<i64>> Deserialize<'de> for Positive<T> {
     }
 }
 
+/// A rate: a number (whole or not) above zero and at most 10^12.
+#[derive(Clone, Copy, Debug)]
+pub struct PerSecond(pub f64);
+
+impl PerSecond {
+    const MAX: f64 = 1e12;
+
+    fn check<E: de::Error>(v: f64) -> Result<f64, E> {
+        if v > 0.0 && v <= Self::MAX {
+            Ok(v)
+        } else {
+            Err(E::custom(format!(
+                "must be above 0 and at most 1e12, got {v}"
+            )))
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for PerSecond {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl Visitor<'_> for V {
+            type Value = f64;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a number per second")
+            }
+            fn visit_i64<E: de::Error>(self, n: i64) -> Result<f64, E> {
+                PerSecond::check(n as f64)
+            }
+            fn visit_f64<E: de::Error>(self, v: f64) -> Result<f64, E> {
+                PerSecond::check(v)
+            }
+        }
+        d.deserialize_any(V).map(PerSecond)
+    }
+}
+
 /// One dimension of a shape rule: a size, or -1 for any size.
 #[derive(Clone, Copy, Debug)]
 pub struct Dim(pub i64);

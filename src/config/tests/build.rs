@@ -186,3 +186,30 @@ fn example_file_tls_keys_exist() {
             .all(|e| e.message.starts_with("cannot read /etc/tensorgate/"))
     );
 }
+
+/// The commented-out `[routes.auth]` and `[routes.rate_limit]` blocks of
+/// the example are valid once uncommented (with a real key file).
+#[test]
+fn example_access_blocks_load_when_uncommented() {
+    let dir = std::env::temp_dir().join(format!("tg-example-{}", std::process::id()));
+    std::fs::create_dir_all(dir.join("keys")).unwrap();
+    std::fs::write(dir.join("keys/simple.keys"), "alice:aaaaaaaaaaaaaaaa\n").unwrap();
+    let text: String = include_str!("../../../config/tensorgate.example.toml")
+        .lines()
+        .map(|l| match l.strip_prefix('#') {
+            // Commented-out TOML is `#key = ...` / `#[table]`; prose is `# ...`.
+            Some(rest) if rest.starts_with(|c: char| c.is_ascii_lowercase() || c == '[') => rest,
+            _ => l,
+        })
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let c = from_str_in(&text, Some(&dir)).unwrap_or_else(|e| panic!("{e}"));
+    let simple = c.route_for_model("simple").unwrap();
+    let auth = simple.auth.as_ref().unwrap();
+    assert!(auth.sigv4);
+    assert_eq!(auth.keys.names().len(), 1);
+    let limits = simple.rate_limit;
+    assert_eq!(limits.route.requests.unwrap().burst, 200);
+    assert_eq!(limits.per_key.elements.unwrap().burst, 2_000_000);
+    std::fs::remove_dir_all(&dir).unwrap();
+}

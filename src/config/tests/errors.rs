@@ -74,7 +74,7 @@ fn indices_stay_the_files_after_bad_elements() {
             "routes[2].models[3]: invalid type: integer `3`, expected a non-empty string",
             "routes[2].extra: unknown key `extra`, expected one of `name`, `models`, `default`, `backend`, \
              `backend_format`, `limits`, `inputs`, `outputs`, `allow_unknown_inputs`, `allow_control`, \
-             `decthings`, `sagemaker`",
+             `decthings`, `sagemaker`, `auth`, `rate_limit`",
             "routes[2].backend: unknown backend \"nope\" (defined: b)",
         ],
     );

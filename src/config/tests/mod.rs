@@ -1,6 +1,7 @@
 //! Tests of the new keys, of error collection, and of the built-in
 //! configurations. The original loader tests are in `load/tests.rs`.
 
+mod access;
 mod build;
 mod errors;
 mod frontends;

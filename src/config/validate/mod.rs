@@ -2,9 +2,10 @@
 //! every semantic problem with its key: ranges, required keys, references
 //! from routes to backends and models, names that must be unique across
 //! routes. Defaults come from the typed structs (`Default`, `new`), never
-//! from here. Never sees TOML text; reads the TLS files the configuration
-//! names.
+//! from here. Never sees TOML text; reads the TLS files and the key files
+//! the configuration names.
 
+mod access;
 mod frontends;
 mod route;
 mod tls;
@@ -14,6 +15,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 
+use super::access::KeyFiles;
 use super::raw::{RawBackend, RawConfig, RawLimits, RawServer, Stage1, Table};
 use super::{Backend, Config, ConfigError, Limits, ServerConfig};
 
@@ -39,6 +41,7 @@ pub fn config(
         errors: Vec::new(),
         unique: unique::Unique::default(),
         base,
+        key_files: KeyFiles::default(),
     };
     let server = check.server(raw.server.0);
     let defaults = check.limits("limits", Limits::default(), raw.limits.0);
@@ -91,6 +94,7 @@ struct Check<'a> {
     unique: unique::Unique,
     /// The directory relative paths are taken against.
     base: Option<&'a Path>,
+    key_files: KeyFiles,
 }
 
 impl Check<'_> {

@@ -40,6 +40,8 @@ impl Check<'_> {
         let outputs = self.tensor_rules(&format!("{key}.outputs"), raw.outputs);
         let decthings = self.decthings(&key, raw.decthings.0, &models, raw.default);
         let sagemaker = self.sagemaker(&key, raw.sagemaker.0, &models, raw.default);
+        let auth = self.auth(&key, raw.auth.map(|t| t.0), sagemaker.enabled);
+        let rate_limit = self.rate_limit(&key, raw.rate_limit.map(|t| t.0), auth.is_some());
         let label = name.as_ref().map_or(key.clone(), |n| format!("{n:?}"));
         let seen = super::unique::Seen {
             key: &key,
@@ -66,6 +68,8 @@ impl Check<'_> {
             decthings,
             sagemaker,
             allow_control: raw.allow_control.into_iter().map(|k| k.0).collect(),
+            auth,
+            rate_limit,
         })
     }
 

@@ -11,7 +11,10 @@
 //! snapshot was named); a rule violation or an unusable parameter →
 //! `invalid_parameter` naming it; too large a body → `quota_exceeded`; the
 //! gateway shedding load (no request slot within `queue_timeout`) →
-//! `too_many_requests`; the backend refusing valid
+//! `too_many_requests`; credentials missing or not a key of the route →
+//! `bad_credentials`; over a rate limit → `too_many_requests` (with
+//! `Retry-After`), more tensor elements than a limit's burst ever allows →
+//! `quota_exceeded`; the backend refusing valid
 //! input → failed `exception` with the backend's message; the backend not
 //! answering in time → failed `server_overloaded` (it was there but too
 //! busy to finish); the backend unreachable, resetting or answering
@@ -50,6 +53,11 @@ pub fn render(e: GatewayError, obs: &Observation) -> Response<Body> {
         GatewayError::BadInput { input, .. } => invalid_parameter(&input, &message),
         GatewayError::BodyTooLarge { .. } => error(json!({"code": "quota_exceeded"}), &message),
         GatewayError::Overloaded { .. } => error(json!({"code": "too_many_requests"}), &message),
+        GatewayError::Unauthorized { .. } => error(json!({"code": "bad_credentials"}), &message),
+        GatewayError::RateLimited(r) if r.wait.is_none() => {
+            error(json!({"code": "quota_exceeded"}), &message)
+        }
+        GatewayError::RateLimited(_) => error(json!({"code": "too_many_requests"}), &message),
         GatewayError::BackendFailed { message: m, .. } => failed(
             obs,
             json!({"code": "exception", "at": "evaluate", "exceptionDetails": m}),

@@ -34,11 +34,27 @@ use crate::gateway::error::GatewayError;
 use crate::gateway::headers::trace_headers;
 use crate::gateway::observe::Observation;
 
-/// What the gateway lends the frontend: the configuration, and a way to
-/// make an [`Exchange`] for the route it chooses.
+/// What the gateway lends the frontend: the configuration, a way to make
+/// an [`Exchange`] for the route it chooses, and the checks of who calls.
 pub trait Routes {
     fn config(&self) -> &Config;
     fn exchange<'a>(&'a self, route: &'a Route, obs: &'a Observation) -> Exchange<'a>;
+    /// Checks the caller's key (from `headers`) against `route`'s and takes
+    /// the request's token (`gateway::guard`); SigV4 is not taken.
+    fn authorize(
+        &self,
+        route: &Route,
+        headers: &http::HeaderMap,
+        obs: &Observation,
+    ) -> Result<(), GatewayError>;
+    /// Records `key` as the caller on `route` and takes the request's token
+    /// (after a signature over the body verified).
+    fn admit_caller(
+        &self,
+        route: &Route,
+        key: Option<Arc<str>>,
+        obs: &Observation,
+    ) -> Result<(), GatewayError>;
 }
 
 /// The route and backend model a call is for, if any route serves
@@ -101,6 +117,9 @@ pub async fn evaluate<R: Routes>(
         })?;
     obs.bind(route, &model);
     obs.client_in(body.wire_bytes());
+    // The key was checked against every route under the prefix before the
+    // body was read; now against the route the call is for.
+    routes.authorize(route, &parts.headers, obs)?;
     request::check_size(route, &call.params, bytes.len() as u64)?;
     let x = routes.exchange(route, obs);
     let model = ModelRef {

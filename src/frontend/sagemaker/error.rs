@@ -2,7 +2,11 @@
 //! gateway error is shown — `{"error": ...}` on the container paths, and on
 //! the Runtime API path the AWS shape boto3 parses: an `x-amzn-ErrorType`
 //! header naming the error and `{"message": ...}`, with `ModelError` (424,
-//! `OriginalStatusCode`, `OriginalMessage`) when the model failed.
+//! `OriginalStatusCode`, `OriginalMessage`) when the model failed, AWS's
+//! authentication errors (403 `MissingAuthenticationTokenException`,
+//! `UnrecognizedClientException`, `InvalidSignatureException`; 400
+//! `IncompleteSignatureException`) for refused credentials and 400
+//! `ThrottlingException` over a rate limit.
 
 use bytes::Bytes;
 use http::header::{HeaderName, HeaderValue};
@@ -12,6 +16,7 @@ use serde_json::json;
 use crate::codec::sagemaker::{ConfigError, MediaError, RecordError, ReplyError};
 use crate::gateway::body::Body;
 use crate::gateway::error::{GatewayError, json_response};
+use crate::gateway::guard::AuthProblem;
 
 /// What the SageMaker frontend itself refuses.
 #[derive(Debug, thiserror::Error)]
@@ -100,6 +105,15 @@ pub fn render_aws(e: GatewayError) -> Response<Body> {
                 }),
             )
         }
+        GatewayError::Unauthorized { problem, .. } => {
+            let (status, kind) = aws_auth_error(problem);
+            (status, kind, json!({ "message": message }))
+        }
+        GatewayError::RateLimited(r) if r.wait.is_some() => (
+            StatusCode::BAD_REQUEST,
+            "ThrottlingException",
+            json!({ "message": message }),
+        ),
         _ => {
             let status = e.status();
             let kind = match status {
@@ -118,4 +132,23 @@ pub fn render_aws(e: GatewayError) -> Response<Body> {
         h.insert(HeaderName::from_static("x-amzn-errortype"), v);
     }
     resp
+}
+
+/// The status and error type AWS answers for refused credentials (what
+/// boto3 raises as `ClientError` with that code).
+fn aws_auth_error(problem: &AuthProblem) -> (StatusCode, &'static str) {
+    use crate::auth::sigv4::SigV4Error;
+    let forbidden = StatusCode::FORBIDDEN;
+    match problem {
+        AuthProblem::Missing => (forbidden, "MissingAuthenticationTokenException"),
+        AuthProblem::SigV4Off => (forbidden, "AccessDeniedException"),
+        AuthProblem::SigV4(
+            SigV4Error::Malformed { .. } | SigV4Error::NoDate | SigV4Error::HostNotSigned,
+        ) => (StatusCode::BAD_REQUEST, "IncompleteSignatureException"),
+        AuthProblem::SigV4(_) => (forbidden, "InvalidSignatureException"),
+        AuthProblem::UnknownKey
+        | AuthProblem::UnknownAccessKey
+        | AuthProblem::Unreadable(_)
+        | AuthProblem::SigV4NotHere => (forbidden, "UnrecognizedClientException"),
+    }
 }

@@ -7,11 +7,17 @@
 //! client's `Accept` asks for, streamed in order as the batches come back.
 //! Record formats are `codec::sagemaker`; which model and input in
 //! [`target`]; the batching in [`pipeline`]; errors in [`error`].
+//!
+//! A SigV4 request on the Runtime API path of a route with keys is read
+//! whole first (bounded by the route's `max_body_bytes`; AWS's own
+//! InvokeEndpoint limit is 6 MB): the signature covers the body's hash, and
+//! no batch may reach the backend before it verified.
 
 pub mod error;
 pub mod pipeline;
 pub mod target;
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use http::header::{self, HeaderName, HeaderValue};
@@ -21,16 +27,17 @@ use hyper::body::Incoming;
 pub use error::SageMakerError;
 
 use crate::codec::sagemaker::{self, DecodeConfig, ReplyWriter, RequestDecoder};
+use crate::config::Route;
 use crate::frontend::decthings::Routes;
 use crate::gateway::body::{Body, ChannelBody, PrefixedBody, empty};
 use crate::gateway::client_body::ClientBody;
 use crate::gateway::core::ModelRef;
-use crate::gateway::dispatch::SageMakerTarget;
 use crate::gateway::error::GatewayError;
+use crate::gateway::guard::sigv4::Claim;
 use crate::gateway::headers::trace_headers;
 use crate::gateway::observe::Observation;
 use crate::gateway::upstream::{OutBody, Outgoing};
-use pipeline::{Job, Pipeline};
+use pipeline::{Job, Pipeline, Source};
 
 /// Reply chunks buffered between the batch task and the client.
 const CHANNEL_CHUNKS: usize = 2;
@@ -42,17 +49,34 @@ fn sm(e: impl Into<SageMakerError>) -> GatewayError {
     GatewayError::SageMaker(Box::new(e.into()))
 }
 
+/// An invocation as the gateway hands it over: its route and model
+/// ([`target::resolve`]), bound to the observation, and the caller checked
+/// or, for SigV4, a signature to verify over the body.
+#[derive(Debug)]
+pub struct Call<'a> {
+    pub route: &'a Arc<Route>,
+    pub model: String,
+    pub claim: Option<Claim>,
+}
+
 /// Serves one invocation.
 pub async fn invoke<R: Routes>(
     routes: &R,
-    target: &SageMakerTarget,
+    call: Call<'_>,
     req: Request<Incoming>,
     obs: &Observation,
 ) -> Result<Response<Body>, GatewayError> {
     let config = routes.config();
     let (parts, body) = req.into_parts();
-    let (route, model) = target::resolve(config, target, &parts.headers)?;
-    obs.bind(route, &model);
+    let Call {
+        route,
+        model,
+        claim,
+    } = call;
+    let body = match claim {
+        Some(claim) => Pending::Read(read_signed(routes, route, &claim, &parts, body, obs).await?),
+        None => Pending::Unread(body),
+    };
     let x = routes.exchange(route, obs);
     let content_type = header_str(&parts.headers, header::CONTENT_TYPE).unwrap_or("");
     let format = sagemaker::request_format(content_type).map_err(sm)?;
@@ -72,15 +96,19 @@ pub async fn invoke<R: Routes>(
             source,
         })
     })?;
-    let body = ClientBody::open(
-        &parts.headers,
-        body,
-        &route.name,
-        // Records stream through in batches: the total is not held, so it
-        // is bounded only for formats read whole (JSON, in the decoder).
-        u64::MAX,
-        (&config.server).into(),
-    )?;
+    let body = match body {
+        Pending::Read(source) => source,
+        Pending::Unread(body) => Source::from(ClientBody::open(
+            &parts.headers,
+            body,
+            &route.name,
+            // Records stream through in batches: the total is not held, so
+            // it is bounded only for formats read whole (JSON, in the
+            // decoder).
+            u64::MAX,
+            (&config.server).into(),
+        )?),
+    };
     let job = Job {
         route: route.clone(),
         upstream: x.upstream.clone(),
@@ -121,6 +149,41 @@ pub async fn invoke<R: Routes>(
         HeaderValue::from_static(reply_type.content_type),
     );
     Ok(resp)
+}
+
+/// A request body: read already (signed), or still to stream.
+enum Pending {
+    Read(Source),
+    Unread(Incoming),
+}
+
+/// Reads a SigV4-signed body whole (bounded by the route's
+/// `max_body_bytes`) and verifies the signature over it; then the caller is
+/// known and takes the request's token.
+async fn read_signed<R: Routes>(
+    routes: &R,
+    route: &Route,
+    claim: &Claim,
+    parts: &http::request::Parts,
+    body: Incoming,
+    obs: &Observation,
+) -> Result<Source, GatewayError> {
+    let config = routes.config();
+    let mut body = ClientBody::open(
+        &parts.headers,
+        body,
+        &route.name,
+        route.limits.max_body_bytes,
+        (&config.server).into(),
+    )?
+    .with_wire_digest();
+    let read = body.collect(None).await?;
+    let digest = body.wire_digest().unwrap_or_default();
+    claim
+        .verify(parts, &digest)
+        .map_err(|problem| GatewayError::unauthorized(Some(route), problem))?;
+    routes.admit_caller(route, Some(claim.key().clone()), obs)?;
+    Ok(Source::read(read, body.wire_bytes()))
 }
 
 /// `GET /ping`: 200 while the backend of the route SageMaker reports on is

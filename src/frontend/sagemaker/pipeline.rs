@@ -49,11 +49,51 @@ impl Job {
 
 type Pending = JoinHandle<Result<(usize, InferReply), GatewayError>>;
 
+/// Where the records come from: the client's body as it arrives, or a body
+/// read whole already (a SigV4 request, verified over all of it), handed to
+/// the decoder in pieces as if it were arriving.
+#[derive(Debug)]
+pub enum Source {
+    Stream(Box<ClientBody>),
+    Read { rest: Bytes, wire: u64 },
+}
+
+/// The pieces a body read whole is handed out in.
+const READ_PIECE: usize = 64 << 10;
+
+impl From<ClientBody> for Source {
+    fn from(body: ClientBody) -> Source {
+        Source::Stream(Box::new(body))
+    }
+}
+
+impl Source {
+    /// A body read whole: `body`, `wire` bytes as received.
+    pub fn read(body: Bytes, wire: u64) -> Source {
+        Source::Read { rest: body, wire }
+    }
+
+    async fn next(&mut self) -> Result<Option<Bytes>, GatewayError> {
+        match self {
+            Source::Stream(body) => body.next().await,
+            Source::Read { rest, .. } if rest.is_empty() => Ok(None),
+            Source::Read { rest, .. } => Ok(Some(rest.split_to(rest.len().min(READ_PIECE)))),
+        }
+    }
+
+    fn wire_bytes(&self) -> u64 {
+        match self {
+            Source::Stream(body) => body.wire_bytes(),
+            Source::Read { wire, .. } => *wire,
+        }
+    }
+}
+
 /// One invocation's batches, driven chunk by chunk.
 #[derive(Debug)]
 pub struct Pipeline {
     job: Arc<Job>,
-    body: ClientBody,
+    body: Source,
     decoder: RequestDecoder,
     writer: ReplyWriter,
     in_flight: VecDeque<Pending>,
@@ -67,7 +107,7 @@ pub struct Pipeline {
 }
 
 impl Pipeline {
-    pub fn new(job: Job, body: ClientBody, decoder: RequestDecoder, writer: ReplyWriter) -> Self {
+    pub fn new(job: Job, body: Source, decoder: RequestDecoder, writer: ReplyWriter) -> Self {
         let max_in_flight = job.route.sagemaker.max_batches_in_flight.max(1);
         Pipeline {
             job: Arc::new(job),

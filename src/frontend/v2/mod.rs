@@ -25,7 +25,7 @@ use crate::gateway::client_body::ClientBody;
 use crate::gateway::core::{Exchange, InferRequest, ModelRef, backend, raw_input};
 use crate::gateway::encoding::negotiate;
 use crate::gateway::error::GatewayError;
-use crate::gateway::headers::{strip_body_headers, strip_hop_by_hop};
+use crate::gateway::headers::{strip_body_headers, strip_credentials, strip_hop_by_hop};
 
 /// Serves one V2 inference request on its route.
 pub async fn infer(
@@ -44,7 +44,10 @@ pub async fn infer(
         server.into(),
     )?;
     let framing = ClientFraming::of(route, &parts.headers)?;
-    let headers = forwarded_headers(&parts.headers);
+    let mut headers = forwarded_headers(&parts.headers);
+    if route.auth.is_some() {
+        strip_credentials(&mut headers);
+    }
     let coding = negotiate(&parts.headers);
     let started = Instant::now();
     let (header, data, label) = match framing {

@@ -60,9 +60,12 @@ pub async fn off_thread<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'stati
 }
 
 /// Builds the backend request (the last step of translating a request;
-/// frontends time translation up to here). Writing a large request as JSON
-/// (for a JSON backend) happens on a blocking thread.
+/// frontends time translation up to here). The request's tensor elements
+/// are charged to the caller's element rate limits first: this is where
+/// every frontend's request is whole and its element count known. Writing a
+/// large request as JSON (for a JSON backend) happens on a blocking thread.
 pub async fn prepare(x: Exchange<'_>, req: InferRequest) -> Result<Prepared, GatewayError> {
+    x.obs.charge_elements(req.element_count())?;
     let InferRequest {
         model,
         header,
