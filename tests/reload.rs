@@ -294,6 +294,20 @@ async fn a_bad_file_written_while_running_is_kept_out() {
     assert_eq!(h.counts(), (0, 1));
 }
 
+/// A bad file refused by a signal's reload is not tried again when the
+/// watcher sees the same change.
+#[tokio::test]
+async fn a_bad_file_refused_on_signal_is_not_retried_by_the_watcher() {
+    let h = Harness::start("reload-bad-signal", Duration::from_millis(200)).await;
+    h.write("[[routes]]\nname = 1\n");
+    // Well before the watcher's debounce (two polls) is over.
+    h.reloads.reload().await.unwrap_err();
+    assert_eq!(h.counts(), (0, 1));
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    assert_eq!(h.counts(), (0, 1));
+    assert_eq!(probe(h.gw.data_addr, 8).await, 400);
+}
+
 #[tokio::test]
 async fn a_configmap_style_symlink_swap_is_picked_up() {
     let dir = TempDir::new("reload-configmap");

@@ -5,6 +5,7 @@
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use crate::config::{self, ClientAuth, Config, ConfigError, ConfigErrors, ServerTlsFiles};
 
@@ -49,9 +50,9 @@ pub struct Loaded {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct WatchedFile {
     pub path: PathBuf,
-    /// [`file_hash`] of the contents the configuration was loaded from,
-    /// when known: a change made after the load is a change, however soon
-    /// after it comes.
+    /// [`file_hash`] of the contents the configuration was loaded from
+    /// (`None`: unreadable right after the load): a change made after the
+    /// load is a change, however soon after it comes.
     pub loaded: Option<u64>,
 }
 
@@ -71,9 +72,16 @@ impl Loader {
         let mut files: Vec<WatchedFile> = config
             .files_read()
             .into_iter()
-            .map(|(path, bytes)| WatchedFile {
-                path,
-                loaded: bytes.map(|b| file_hash(&b)),
+            .map(|(path, bytes)| {
+                // Files whose bytes the configuration does not keep (key
+                // files) are read again now, right after the load: a
+                // change made after this is seen as one, whenever the
+                // watcher starts.
+                let bytes = bytes.or_else(|| std::fs::read(&path).ok().map(Arc::from));
+                WatchedFile {
+                    loaded: bytes.map(|b| file_hash(&b)),
+                    path,
+                }
             })
             .collect();
         files.extend(file.map(|path| WatchedFile {

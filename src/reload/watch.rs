@@ -143,11 +143,14 @@ impl Watched {
     }
 
     /// After a reload: a successful one is what is watched from now on; a
-    /// failed one waits for the next change.
+    /// failed one waits for the next change (the files as they are now are
+    /// what it tried, whether a poll saw them first or a signal asked for
+    /// it, so they are not tried again).
     async fn reloaded(&mut self, result: &Result<Reloaded, ConfigErrors>) {
         self.changed = false;
-        if let Ok(r) = result {
-            self.watch(r.files.clone()).await;
+        match result {
+            Ok(r) => self.watch(r.files.clone()).await,
+            Err(_) => self.seen = fingerprint(self.files.clone()).await,
         }
     }
 }
