@@ -15,6 +15,7 @@ use common::*;
 use rustls::server::{ClientHello, ResolvesServerCert};
 use rustls::sign::CertifiedKey;
 use tensorgate::config;
+use tensorgate::demo::DemoServer;
 use tensorgate::reload::{self, Loader, Overrides, Source};
 use tensorgate::server::{self, Running};
 use tokio::net::TcpListener;
@@ -288,14 +289,9 @@ async fn https_backends_with_a_client_certificate_and_a_server_name() {
     gw.shutdown().await;
 }
 
-#[tokio::test]
-async fn a_rotated_certificate_is_served_to_new_connections_without_a_restart() {
-    let dir = TempDir::new("tls-rotate");
-    let ca = Ca::new("test CA");
-    let first = ca.leaf("gateway-1", &["localhost"]);
-    let second = ca.leaf("gateway-2", &["localhost"]);
-    first.write(&dir, "server");
-    let demo = tensorgate::demo::spawn().await.unwrap();
+/// A gateway with TLS from `dir/server.crt` and `dir/server.key`, in
+/// front of `demo`, reloading when a file changes (polled every 50 ms).
+async fn watched_tls_gateway(dir: &TempDir, demo: &DemoServer) -> (Running, reload::Handle) {
     let file = dir.write(
         "gateway.toml",
         format!(
@@ -313,7 +309,36 @@ async fn a_rotated_certificate_is_served_to_new_connections_without_a_restart() 
     let admin = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let gw = server::start_on(loaded.config, data, admin).unwrap();
     let reloader = reload::Reloader::new(loader, &gw, loaded.hash);
-    let _reloads = reload::spawn(reloader, loaded.files, Duration::from_millis(50));
+    let reloads = reload::spawn(reloader, loaded.files, Duration::from_millis(50));
+    (gw, reloads)
+}
+
+/// Reloads of `gw` so far: (success, failure).
+fn reload_counts(gw: &Running) -> (u64, u64) {
+    let c = gw.live.current().metrics().config_reloads.clone();
+    (
+        c.with_label_values(&["success"]).get(),
+        c.with_label_values(&["failure"]).get(),
+    )
+}
+
+async fn wait_for_reloads(gw: &Running, want: (u64, u64)) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while reload_counts(gw) != want {
+        assert!(Instant::now() < deadline, "reloads {:?}", reload_counts(gw));
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test]
+async fn a_rotated_certificate_is_served_to_new_connections_without_a_restart() {
+    let dir = TempDir::new("tls-rotate");
+    let ca = Ca::new("test CA");
+    let first = ca.leaf("gateway-1", &["localhost"]);
+    let second = ca.leaf("gateway-2", &["localhost"]);
+    first.write(&dir, "server");
+    let demo = tensorgate::demo::spawn().await.unwrap();
+    let (gw, _reloads) = watched_tls_gateway(&dir, &demo).await;
 
     let config = client_config(&ca, &[b"http/1.1"], None);
     let old = connect(gw.data_addr, config.clone(), "localhost")
@@ -351,6 +376,36 @@ async fn a_rotated_certificate_is_served_to_new_connections_without_a_restart() 
     let reloads = gw.live.current().metrics().config_reloads.clone();
     assert_eq!(reloads.with_label_values(&["success"]).get(), 1);
     assert_eq!(reloads.with_label_values(&["failure"]).get(), 0);
+    gw.shutdown().await;
+}
+
+/// A certificate replaced without its key (a rotation half done) does not
+/// match the key in force: the reload is refused and the old pair served
+/// until the new key arrives.
+#[tokio::test]
+async fn a_certificate_without_its_new_key_is_kept_out_until_the_key_comes() {
+    let dir = TempDir::new("tls-half-rotation");
+    let ca = Ca::new("test CA");
+    let first = ca.leaf("gateway-1", &["localhost"]);
+    let second = ca.leaf("gateway-2", &["localhost"]);
+    first.write(&dir, "server");
+    let demo = tensorgate::demo::spawn().await.unwrap();
+    let (gw, _reloads) = watched_tls_gateway(&dir, &demo).await;
+    let config = client_config(&ca, &[b"http/1.1"], None);
+    let served = || async {
+        let stream = connect(gw.data_addr, config.clone(), "localhost")
+            .await
+            .unwrap();
+        session(&stream).1
+    };
+
+    dir.write("server.crt", &second.cert_pem);
+    wait_for_reloads(&gw, (0, 1)).await;
+    assert_eq!(served().await, first.der);
+
+    dir.write("server.key", &second.key_pem);
+    wait_for_reloads(&gw, (1, 1)).await;
+    assert_eq!(served().await, second.der);
     gw.shutdown().await;
 }
 
