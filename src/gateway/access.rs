@@ -147,10 +147,9 @@ pub fn write(record: &Record<'_>) -> Outcome {
     }
 }
 
-fn text(out: &mut Vec<u8>, now: Duration, r: &Record<'_>) {
-    timestamp(out, now);
-    out.extend_from_slice(b"  INFO tensorgate::access: request");
-    for (k, v) in [
+/// The record's string fields, in the order both formats write them.
+fn strings<'a>(r: &Record<'a>) -> [(&'static str, &'a str); 7] {
+    [
         ("request_id", r.request_id),
         ("kind", r.kind),
         ("method", r.method),
@@ -158,7 +157,13 @@ fn text(out: &mut Vec<u8>, now: Duration, r: &Record<'_>) {
         ("route", r.route),
         ("model", r.model),
         ("key", r.key),
-    ] {
+    ]
+}
+
+fn text(out: &mut Vec<u8>, now: Duration, r: &Record<'_>) {
+    timestamp(out, now);
+    out.extend_from_slice(b"  INFO tensorgate::access: request");
+    for (k, v) in strings(r) {
         text_key(out, k);
         text_str(out, v);
     }
@@ -180,15 +185,7 @@ fn json(out: &mut Vec<u8>, now: Duration, r: &Record<'_>) {
     out.extend_from_slice(b"{\"timestamp\":\"");
     timestamp(out, now);
     out.extend_from_slice(b"\",\"level\":\"INFO\",\"message\":\"request\"");
-    for (k, v) in [
-        ("request_id", r.request_id),
-        ("kind", r.kind),
-        ("method", r.method),
-        ("path", r.path),
-        ("route", r.route),
-        ("model", r.model),
-        ("key", r.key),
-    ] {
+    for (k, v) in strings(r) {
         json_key(out, k);
         crate::codec::v2::strings::write_json_string(v.as_bytes(), out);
     }

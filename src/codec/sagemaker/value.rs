@@ -215,55 +215,39 @@ fn float_slow<T: Narrow>(text: &[u8]) -> Result<T, ValueFail> {
     narrow_checked(v)
 }
 
-impl Elem for f32 {
-    const DTYPE: DataType = DataType::F32;
-    const SIZE: usize = 4;
-    #[inline(always)]
-    fn fast(s: &[u8]) -> Option<(Self, usize)> {
-        match number::parse_f32(s, true) {
-            Ok(Some((v, len))) if v.is_finite() => Some((v, len)),
-            _ => None,
+/// `f32` and `f64`: parsed by the fast float parser, spelled-out
+/// infinities and NaN through [`float_slow`], narrowed with a range check.
+macro_rules! float_elem {
+    ($t:ty, $dtype:expr, $parse:path) => {
+        impl Elem for $t {
+            const DTYPE: DataType = $dtype;
+            const SIZE: usize = std::mem::size_of::<$t>();
+            #[inline(always)]
+            fn fast(s: &[u8]) -> Option<(Self, usize)> {
+                match $parse(s, true) {
+                    Ok(Some((v, len))) if v.is_finite() => Some((v, len)),
+                    _ => None,
+                }
+            }
+            fn slow(text: &[u8]) -> Result<Self, ValueFail> {
+                float_slow(text)
+            }
+            fn from_f64(v: f64) -> Result<Self, ValueFail> {
+                narrow_checked(v)
+            }
+            fn from_i64(v: i64) -> Result<Self, ValueFail> {
+                Ok(v as $t)
+            }
+            #[inline(always)]
+            fn put(self, out: &mut BytesMut) {
+                out.extend_from_slice(&self.to_le_bytes());
+            }
         }
-    }
-    fn slow(text: &[u8]) -> Result<Self, ValueFail> {
-        float_slow(text)
-    }
-    fn from_f64(v: f64) -> Result<Self, ValueFail> {
-        narrow_checked(v)
-    }
-    fn from_i64(v: i64) -> Result<Self, ValueFail> {
-        Ok(v as f32)
-    }
-    #[inline(always)]
-    fn put(self, out: &mut BytesMut) {
-        out.extend_from_slice(&self.to_le_bytes());
-    }
+    };
 }
 
-impl Elem for f64 {
-    const DTYPE: DataType = DataType::F64;
-    const SIZE: usize = 8;
-    #[inline(always)]
-    fn fast(s: &[u8]) -> Option<(Self, usize)> {
-        match number::parse_f64(s, true) {
-            Ok(Some((v, len))) if v.is_finite() => Some((v, len)),
-            _ => None,
-        }
-    }
-    fn slow(text: &[u8]) -> Result<Self, ValueFail> {
-        float_slow(text)
-    }
-    fn from_f64(v: f64) -> Result<Self, ValueFail> {
-        Ok(v)
-    }
-    fn from_i64(v: i64) -> Result<Self, ValueFail> {
-        Ok(v as f64)
-    }
-    #[inline(always)]
-    fn put(self, out: &mut BytesMut) {
-        out.extend_from_slice(&self.to_le_bytes());
-    }
-}
+float_elem!(f32, DataType::F32, number::parse_f32);
+float_elem!(f64, DataType::F64, number::parse_f64);
 
 macro_rules! half_elem {
     ($($t:ty => $dtype:expr),*) => {$(
