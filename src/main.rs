@@ -126,6 +126,8 @@ fn serve(args: ServeArgs) -> ExitCode {
 }
 
 async fn run(args: ServeArgs) -> Result<(), String> {
+    // Before anything listens: a SIGHUP's default action ends the process.
+    let hangups = hangups();
     let mut demo = None;
     let source = match (&args.config, &args.backend) {
         (Some(path), _) => Source::File(path.clone()),
@@ -177,7 +179,7 @@ async fn run(args: ServeArgs) -> Result<(), String> {
         tracing::info!("shutdown signal received");
         let _ = stop.send(true);
     });
-    let hangups = tokio::spawn(forward_hangups(reloads));
+    let hangups = tokio::spawn(forward_hangups(hangups, reloads));
     running.wait().await;
     hangups.abort();
     access::flush(std::time::Duration::from_secs(2));
@@ -201,26 +203,40 @@ fn print_demo_banner(data: SocketAddr, admin: SocketAddr, tls: bool) {
     println!("  {curl} {scheme}://{data}/v2/models/simple/infer -d '{body}'");
 }
 
-/// Reloads the configuration on every SIGHUP (`kill -HUP <pid>`), for as
-/// long as `reloads` runs.
-async fn forward_hangups(reloads: reload::Handle) {
+/// SIGHUP, caught from now on (`None` where there is no such signal or it
+/// cannot be caught).
+#[cfg(unix)]
+type Hangups = Option<tokio::signal::unix::Signal>;
+#[cfg(not(unix))]
+type Hangups = Option<()>;
+
+fn hangups() -> Hangups {
     #[cfg(unix)]
     {
         use tokio::signal::unix::{SignalKind, signal};
-        let Ok(mut hup) = signal(SignalKind::hangup()) else {
-            tracing::warn!("cannot listen for SIGHUP; reloads happen on file changes only");
-            return std::future::pending().await;
-        };
+        let hup = signal(SignalKind::hangup());
+        if let Err(e) = &hup {
+            tracing::warn!(error = %e, "cannot catch SIGHUP; reloads happen on file changes only");
+        }
+        hup.ok()
+    }
+    #[cfg(not(unix))]
+    None
+}
+
+/// Reloads the configuration on every SIGHUP (`kill -HUP <pid>`), for as
+/// long as `reloads` runs.
+async fn forward_hangups(hangups: Hangups, reloads: reload::Handle) {
+    #[cfg(unix)]
+    if let Some(mut hup) = hangups {
         while hup.recv().await.is_some() {
             tracing::info!("SIGHUP received: reloading the configuration");
             reloads.request();
         }
     }
     #[cfg(not(unix))]
-    {
-        let _reloads = reloads;
-        std::future::pending::<()>().await;
-    }
+    let _ = (hangups, &reloads);
+    std::future::pending::<()>().await
 }
 
 async fn wait_for_signal() {
