@@ -193,45 +193,60 @@ async fn reloads_under_load_fail_no_request_and_apply_the_new_rule() {
     assert!(Arc::ptr_eq(&pool, &now));
 }
 
-/// The status line of a raw HTTP/1.1 reply on `stream`.
-async fn status_of(stream: &mut tokio::net::TcpStream) -> String {
-    use tokio::io::AsyncReadExt;
-    let mut reply = Vec::new();
-    let mut buf = [0u8; 4096];
-    while !reply.windows(2).any(|w| w == b"\r\n") {
-        let n = stream.read(&mut buf).await.unwrap();
-        assert!(n > 0, "closed: {}", String::from_utf8_lossy(&reply));
-        reply.extend_from_slice(&buf[..n]);
-    }
-    let text = String::from_utf8_lossy(&reply);
-    text.lines().next().unwrap().to_owned()
-}
-
+/// A request in flight across a reload is checked against the
+/// configuration it started with; the next request on the same keep-alive
+/// connection gets the new one.
 #[tokio::test]
 async fn a_request_in_flight_finishes_on_the_configuration_it_started_with() {
-    use tokio::io::AsyncWriteExt;
     let h = Harness::start("reload-in-flight", Duration::from_secs(3600)).await;
     let addr = h.gw.data_addr;
     h.write(&config(&h.demo.url(), B, ""));
     h.reloads.reload().await.unwrap();
+    let stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let (mut conn, driver) =
+        hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream))
+            .await
+            .unwrap();
+    tokio::spawn(driver);
+    let infer = |body| {
+        http::Request::post("/v2/models/identity/infer")
+            .header("host", "gateway")
+            .header("content-type", "application/json")
+            .body(body)
+            .unwrap()
+    };
+
     // Rule B (any shape): a request 8 wide starts, its head and the first
     // bytes of its body sent; nothing of its tensors is known yet.
     let body = identity(8);
-    let (first, rest) = body.split_at(5);
-    let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
-    let head = format!(
-        "POST /v2/models/identity/infer HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{first}",
-        body.len()
-    );
-    stream.write_all(head.as_bytes()).await.unwrap();
+    let (tx, rx) = tokio::sync::mpsc::channel(4);
+    tx.send(bytes::Bytes::copy_from_slice(&body.as_bytes()[..5]))
+        .await
+        .unwrap();
+    let reply = conn.send_request(infer(ChannelBody(rx)));
+    let reply = tokio::spawn(reply);
     tokio::time::sleep(Duration::from_millis(100)).await;
     // Rule A (`[N, 4]` only) now: new requests 8 wide are refused...
     h.write(&config(&h.demo.url(), A, ""));
     h.reloads.reload().await.unwrap();
     assert_eq!(probe(addr, 8).await, 400);
     // ...but the one in flight is checked against rule B, its own.
-    stream.write_all(rest.as_bytes()).await.unwrap();
-    assert_eq!(status_of(&mut stream).await, "HTTP/1.1 200 OK");
+    tx.send(bytes::Bytes::copy_from_slice(&body.as_bytes()[5..]))
+        .await
+        .unwrap();
+    drop(tx);
+    let reply = reply.await.unwrap().unwrap();
+    assert_eq!(reply.status(), 200);
+    http_body_util::BodyExt::collect(reply.into_body())
+        .await
+        .unwrap();
+    // The connection goes on; its next request sees rule A.
+    conn.ready().await.unwrap();
+    let (tx, rx) = tokio::sync::mpsc::channel(1);
+    tx.send(bytes::Bytes::from(body)).await.unwrap();
+    drop(tx);
+    let next = conn.send_request(infer(ChannelBody(rx))).await.unwrap();
+    assert_eq!(next.status(), 400);
     assert_eq!(h.counts(), (2, 0));
 }
 
