@@ -165,9 +165,18 @@ async fn run(args: ServeArgs) -> Result<(), String> {
         Some(path) => format!("{}:\n{e}", path.display()),
         None => e.to_string(),
     })?;
-    let running = tensorgate::server::start(loaded.config)
-        .await
-        .map_err(|e| format!("cannot listen: {e}"))?;
+    // The hash is in the metrics before the admin port answers.
+    let metrics = tensorgate::metrics::Metrics::new().map_err(|e| format!("metrics: {e}"))?;
+    metrics.config_hash.set(loaded.hash as f64);
+    let bind = |addr| async move {
+        tokio::net::TcpListener::bind(addr)
+            .await
+            .map_err(|e| format!("cannot listen on {addr}: {e}"))
+    };
+    let data = bind(loaded.config.server.listen).await?;
+    let admin = bind(loaded.config.server.admin_listen).await?;
+    let running = tensorgate::server::start_with_metrics(loaded.config, data, admin, metrics)
+        .map_err(|e| format!("cannot start: {e}"))?;
     if demo.is_some() {
         print_demo_banner(running.data_addr, running.admin_addr, running.tls.is_some());
     }
