@@ -296,6 +296,19 @@ fn document(c: &mut Criterion) {
         b.iter(|| serde_json::from_slice::<serde_json::Value>(black_box(&body)).unwrap())
     });
     g.finish();
+    // The small request of the proxy benchmark (scripts/bench/infer.lua):
+    // what a document costs when it is mostly names, types and shapes.
+    let small: &[u8] = br#"{"inputs":[{"name":"INPUT0","shape":[1,16],"datatype":"INT32","data":[1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16]},{"name":"INPUT1","shape":[1,16],"datatype":"INT32","data":[1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1]}]}"#;
+    assert_eq!(parse(small).unwrap().tensors.len(), 2);
+    let mut g = c.benchmark_group("document_small");
+    g.throughput(Throughput::Elements(1));
+    g.bench_function("request_int32_tensorgate", |b| {
+        b.iter(|| parse(black_box(small)).unwrap())
+    });
+    g.bench_function("request_int32_serde_json_value", |b| {
+        b.iter(|| serde_json::from_slice::<serde_json::Value>(black_box(small)).unwrap())
+    });
+    g.finish();
 }
 
 /// Decthings -> V2 (decode) and V2 -> Decthings (encode) of an f32 tensor:

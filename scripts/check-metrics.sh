@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Starts the tensorgate binary in demo mode on loopback ports, sends traffic
-# of every kind (translated, rule violation, passthrough, no route), scrapes
-# /metrics and runs `promtool check metrics` on it.
+# Starts three demo backends and the tensorgate binary on loopback ports (a
+# default route to a backend of two replicas, shadowed to the third), sends
+# traffic of every kind (translated, rule violation, passthrough, no route),
+# scrapes /metrics, runs `promtool check metrics` on it and checks every
+# dashboard query's metric is in it.
 #   bash scripts/check-metrics.sh [path/to/tensorgate]
 set -euo pipefail
 BIN=${1:-${CARGO_TARGET_DIR:-target}/release/tensorgate}
@@ -10,13 +12,43 @@ command -v promtool >/dev/null 2>&1 || { echo "promtool not found (apt-get insta
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 DATA=$(free_port)
 ADMIN=$(free_port)
-"$BIN" --listen "127.0.0.1:$DATA" --admin-listen "127.0.0.1:$ADMIN" >/dev/null 2>&1 &
-PID=$!
-trap 'kill "$PID" 2>/dev/null; wait "$PID" 2>/dev/null || true' EXIT
+PIDS=()
+trap 'kill "${PIDS[@]}" 2>/dev/null; wait "${PIDS[@]}" 2>/dev/null || true' EXIT
+B1=$(free_port); B2=$(free_port); B3=$(free_port)
+for port in "$B1" "$B2" "$B3"; do
+  "$BIN" demo-backend --listen "127.0.0.1:$port" >/dev/null 2>&1 &
+  PIDS+=($!)
+done
+CONFIG=$(mktemp)
+cat >"$CONFIG" <<EOF
+[server]
+listen = "127.0.0.1:$DATA"
+admin_listen = "127.0.0.1:$ADMIN"
+[backends.demo]
+urls = ["http://127.0.0.1:$B1", "http://127.0.0.1:$B2"]
+[backends.next]
+url = "http://127.0.0.1:$B3"
+[[routes]]
+name = "default"
+default = true
+backend = "demo"
+shadow = { backend = "next" }
+[routes.inputs.INPUT0]
+shape = [-1, 16]
+allowed_types = ["INT32"]
+[routes.inputs.INPUT1]
+shape = [-1, 16]
+allowed_types = ["INT32"]
+EOF
+"$BIN" --config "$CONFIG" >/dev/null 2>&1 &
+PIDS+=($!)
 
-for _ in $(seq 1 100); do
-  curl -fs "http://127.0.0.1:$ADMIN/readyz" >/dev/null 2>&1 && break
-  sleep 0.1
+for url in "http://127.0.0.1:$ADMIN/readyz" "http://127.0.0.1:$B1/v2/health/ready" \
+  "http://127.0.0.1:$B2/v2/health/ready" "http://127.0.0.1:$B3/v2/health/ready"; do
+  for _ in $(seq 1 100); do
+    curl -fs "$url" >/dev/null 2>&1 && break
+    sleep 0.1
+  done
 done
 BODY='{"inputs":[{"name":"INPUT0","shape":[1,16],"datatype":"INT32","data":[1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16]},{"name":"INPUT1","shape":[1,16],"datatype":"INT32","data":[1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1]}]}'
 curl -fs "http://127.0.0.1:$DATA/v2/models/simple/infer" -d "$BODY" >/dev/null
@@ -30,4 +62,4 @@ grep -q '^tensorgate_requests_total{' "$SCRAPE" || { echo "no tensorgate_request
 promtool check metrics <"$SCRAPE"
 python3 scripts/dashboard_metrics.py deploy/grafana/tensorgate.json --check "$SCRAPE"
 echo "promtool: $(grep -c '^tensorgate_' "$SCRAPE") tensorgate series OK"
-rm -f "$SCRAPE"
+rm -f "$SCRAPE" "$CONFIG"

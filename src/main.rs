@@ -129,17 +129,17 @@ async fn run(args: ServeArgs) -> Result<(), String> {
     // Before anything listens: a SIGHUP's default action ends the process.
     let hangups = hangups();
     let mut demo = None;
-    let source = match (&args.config, &args.backend) {
+    let source = match (&args.config, args.backend.as_slice()) {
         (Some(path), _) => Source::File(path.clone()),
-        (None, Some(url)) => Source::Fixed(Box::new(
+        (None, urls @ [_, ..]) => Source::Fixed(Box::new(
             Config::single_backend(
-                url,
+                urls,
                 args.listen.unwrap_or(DEFAULT_LISTEN),
                 args.admin_listen.unwrap_or(DEFAULT_ADMIN_LISTEN),
             )
-            .map_err(|e| format!("--backend {url}: {e}"))?,
+            .map_err(|e| format!("--backend {}: {e}", urls.join(" --backend ")))?,
         )),
-        (None, None) => {
+        (None, []) => {
             let server = tensorgate::demo::spawn()
                 .await
                 .map_err(|e| format!("cannot start the demo backend: {e}"))?;

@@ -5,8 +5,14 @@
 //! fixed set (code, kind, side, direction, phase, rule): request data never
 //! creates a label value, so cardinality is bounded by the configuration.
 
+mod replicas;
+
 use std::collections::HashMap;
 use std::sync::{Arc, OnceLock, RwLock};
+
+pub use replicas::{
+    REPLICA_STATES, RETRY_OUTCOMES, ReplicaFamilies, ReplicaSeries, ReplicaState, SHADOW_OUTCOMES,
+};
 
 use prometheus::{
     Encoder, Histogram, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge,
@@ -28,7 +34,19 @@ pub const TRANSLATION_BUCKETS: &[f64] = &[
 ];
 
 /// The `kind` values of `tensorgate_upstream_errors_total`.
-pub const UPSTREAM_ERROR_KINDS: [&str; 6] =
+pub const UPSTREAM_ERROR_KINDS: [&str; 7] = [
+    "refused",
+    "timeout",
+    "reset",
+    "invalid",
+    "saturated",
+    "5xx",
+    "unavailable",
+];
+
+/// The `kind` values of `tensorgate_replica_errors_total`: the upstream
+/// kinds that happen on one replica.
+pub const REPLICA_ERROR_KINDS: [&str; 6] =
     ["refused", "timeout", "reset", "invalid", "saturated", "5xx"];
 
 /// The `kind` label values: one per frontend.
@@ -44,14 +62,22 @@ pub struct RouteMetrics {
     pub backend_out: IntCounter,
     pub backend_in: IntCounter,
     pub client_out: IntCounter,
-    /// Upstream latency to the route's backend (none for `_none`).
-    pub first_byte: Option<Histogram>,
-    pub upstream_total: Option<Histogram>,
+    /// Upstream latency to each of the route's backends, in the order of
+    /// its split (none for `_none`).
+    pub upstream: Vec<UpstreamSeries>,
     /// Request duration per kind, in [`KINDS`] order, made on first use (a
     /// route no frontend of a kind reaches shows no series for it).
     duration: [OnceLock<Histogram>; KINDS.len()],
     request_duration: HistogramVec,
     route: String,
+}
+
+/// A route's latency series to one of its backends.
+#[derive(Debug)]
+pub struct UpstreamSeries {
+    pub backend: String,
+    pub first_byte: Histogram,
+    pub total: Histogram,
 }
 
 impl RouteMetrics {
@@ -94,6 +120,8 @@ pub struct Metrics {
     /// The hash of the configuration file in force (53 bits, exact as a
     /// float); 0 when the configuration came from no file.
     pub config_hash: prometheus::Gauge,
+    /// Replicas, retries, DNS and shadow traffic.
+    pub replicas: ReplicaFamilies,
     /// Requests whose key matched, by route and key name.
     pub authenticated: IntCounterVec,
     /// Requests refused for their credentials, by route and reason.
@@ -215,7 +243,7 @@ impl Metrics {
             upstream_errors: counter(
                 r,
                 "tensorgate_upstream_errors_total",
-                "Failed backend exchanges: kind=refused, timeout, reset, invalid, saturated (no free connection slot) or 5xx.",
+                "Failed backend exchanges: kind=refused, timeout, reset, invalid, saturated (no free connection slot), 5xx or unavailable (no healthy replica with the model ready).",
                 &["backend", "kind"],
             )?,
             in_flight,
@@ -265,6 +293,7 @@ impl Metrics {
                 r.register(Box::new(g.clone()))?;
                 g
             },
+            replicas: ReplicaFamilies::register(r)?,
         })
     }
 
@@ -319,7 +348,7 @@ impl Metrics {
     }
 
     /// Drops the resolved route series (the series stay registered): after
-    /// a reload a route may have another backend.
+    /// a reload a route may have other backends.
     pub fn forget_routes(&self) {
         self.routes
             .write()
@@ -327,14 +356,20 @@ impl Metrics {
             .clear();
     }
 
-    /// The resolved series of `route` (whose backend is `backend`), made on
-    /// first use and kept.
-    pub fn route(&self, route: &str, backend: Option<&str>) -> Arc<RouteMetrics> {
+    /// The resolved series of `route` (whose backends are `backends`, in
+    /// the order of its split), made on first use and kept.
+    pub fn route(&self, route: &str, backends: &[&str]) -> Arc<RouteMetrics> {
         if let Some(rm) = self
             .routes
             .read()
             .unwrap_or_else(|p| p.into_inner())
             .get(route)
+            .filter(|rm| {
+                rm.upstream
+                    .iter()
+                    .map(|u| u.backend.as_str())
+                    .eq(backends.iter().copied())
+            })
         {
             return rm.clone();
         }
@@ -344,14 +379,18 @@ impl Metrics {
             backend_out: self.request_bytes.with_label_values(&[route, "backend"]),
             backend_in: self.response_bytes.with_label_values(&[route, "backend"]),
             client_out: self.response_bytes.with_label_values(&[route, "client"]),
-            first_byte: backend.map(|b| {
-                self.upstream_duration
-                    .with_label_values(&[route, b, "first_byte"])
-            }),
-            upstream_total: backend.map(|b| {
-                self.upstream_duration
-                    .with_label_values(&[route, b, "total"])
-            }),
+            upstream: backends
+                .iter()
+                .map(|b| UpstreamSeries {
+                    backend: (*b).to_owned(),
+                    first_byte: self
+                        .upstream_duration
+                        .with_label_values(&[route, b, "first_byte"]),
+                    total: self
+                        .upstream_duration
+                        .with_label_values(&[route, b, "total"]),
+                })
+                .collect(),
             duration: Default::default(),
             request_duration: self.request_duration.clone(),
             route: route.to_owned(),
@@ -359,9 +398,8 @@ impl Metrics {
         self.routes
             .write()
             .unwrap_or_else(|p| p.into_inner())
-            .entry(route.to_owned())
-            .or_insert(rm)
-            .clone()
+            .insert(route.to_owned(), rm.clone());
+        rm
     }
 
     /// A fresh registry with every metric registered.

@@ -292,7 +292,13 @@ shape = [1]
 #[tokio::test]
 async fn dashboard_queries_only_metrics_that_exist() {
     let backend = TestBackend::start(|_| async { reply(503, &[], "") }).await;
-    let gw = gateway(&simple_config(&backend.url(), ROUTE)).await;
+    // A shadow backend, so the shadow series exist too.
+    let shadowed = ROUTE.replace(
+        "backend = \"b\"\n",
+        "backend = \"b\"\nshadow = { backend = \"next\" }\n",
+    );
+    let extra = format!("[backends.next]\nurl = \"{}\"\n{shadowed}", backend.url());
+    let gw = gateway(&simple_config(&backend.url(), &extra)).await;
     // One of each kind of traffic so every labelled series exists.
     let _ = post_json(
         gw.data_addr,

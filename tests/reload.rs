@@ -190,7 +190,7 @@ async fn reloads_under_load_fail_no_request_and_apply_the_new_rule() {
     );
     // The backend did not change: its pool (and slots, metadata) lived on.
     let now = h.gw.live.current().upstream("demo").unwrap().clone();
-    assert!(Arc::ptr_eq(&pool, &now));
+    assert!(pool.is_same(&now));
 }
 
 /// A request in flight across a reload is checked against the

@@ -518,7 +518,7 @@ async fn without_a_default_model_the_model_must_be_named() {
     let data = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let admin = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let config = tensorgate::config::Config::single_backend(
-        &backend.url(),
+        &[backend.url()],
         data.local_addr().unwrap(),
         admin.local_addr().unwrap(),
     )

@@ -73,9 +73,11 @@ pub struct ServeArgs {
     pub admin_listen: Option<SocketAddr>,
     /// Without a configuration file: one default route, binary backend
     /// format, to this V2 server (e.g. http://127.0.0.1:8001). The quickest
-    /// way to put tensorgate in front of an existing Triton.
+    /// way to put tensorgate in front of an existing Triton. Give it several
+    /// times for the replicas of one backend (balanced by load, with health
+    /// checks).
     #[arg(long, value_name = "URL", conflicts_with = "config")]
-    pub backend: Option<String>,
+    pub backend: Vec<String>,
     /// TLS on the data port with this certificate chain (PEM, leaf first);
     /// overrides `server.tls.cert_file`. Needs --tls-key. Reloaded when
     /// the file changes.

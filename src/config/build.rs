@@ -6,22 +6,49 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::{Backend, Config, ConfigError, ConfigErrors, Route, ServerConfig, backend, validate};
+use super::{
+    Backend, Config, ConfigError, ConfigErrors, Replicas, Route, ServerConfig, backend, validate,
+};
 use crate::rules::{RouteRules, ShapeRule, TensorRule};
 use crate::tensor::DataType;
 
 impl Config {
-    /// One default route with the binary backend format to `url`: what
-    /// `tensorgate --backend URL` runs without a configuration file. A bad
-    /// URL is reported at `backends.default.url`.
-    pub fn single_backend(
-        url: &str,
+    /// One default route with the binary backend format to the replicas
+    /// at `urls`: what `tensorgate --backend URL [--backend URL ...]` runs
+    /// without a configuration file (health checks on with several). A bad
+    /// URL is reported at `backends.default.url` (one) or
+    /// `backends.default.urls[i]`.
+    pub fn single_backend<S: AsRef<str>>(
+        urls: &[S],
         listen: SocketAddr,
         admin: SocketAddr,
     ) -> Result<Config, ConfigErrors> {
-        let url = backend::parse_url(url)
-            .map_err(|m| ConfigErrors(vec![ConfigError::new("backends.default.url", m)]))?;
-        let backend = Arc::new(Backend::new("default", url));
+        let key = |i: usize| match urls.len() {
+            1 => "backends.default.url".to_owned(),
+            _ => format!("backends.default.urls[{i}]"),
+        };
+        let mut parsed = Vec::new();
+        let mut errors = Vec::new();
+        for (i, url) in urls.iter().enumerate() {
+            match backend::parse_url(url.as_ref()) {
+                Ok(u) if parsed.contains(&u) => {
+                    errors.push(ConfigError::new(key(i), format!("\"{u}\" is listed twice")));
+                }
+                Ok(u) => parsed.push(u),
+                Err(m) => errors.push(ConfigError::new(key(i), m)),
+            }
+        }
+        if urls.is_empty() {
+            errors.push(ConfigError::new("backends.default.url", "required"));
+        }
+        if parsed.len() > Backend::MAX_REPLICAS {
+            let message = format!("at most {} replicas", Backend::MAX_REPLICAS);
+            errors.push(ConfigError::new("backends.default.urls", message));
+        }
+        if !errors.is_empty() {
+            return Err(ConfigErrors(errors));
+        }
+        let backend = Arc::new(Backend::with_replicas("default", Replicas::Urls(parsed)));
         let mut route = Route::new("default", backend.clone());
         route.default = true;
         let server = ServerConfig {
@@ -86,10 +113,7 @@ impl Config {
         if !errors.is_empty() {
             return Err(ConfigErrors(errors));
         }
-        Ok(Config {
-            server,
-            backends: BTreeMap::from([(backend.name.clone(), backend)]),
-            routes: routes.into_iter().map(Arc::new).collect(),
-        })
+        let backends = BTreeMap::from([(backend.name.clone(), backend)]);
+        Ok(super::attach::config(server, backends, routes))
     }
 }

@@ -10,6 +10,7 @@
 //! input. Every key is documented in `config/tensorgate.example.toml`.
 
 mod access;
+mod attach;
 mod backend;
 mod build;
 mod duration;
@@ -27,12 +28,12 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 pub use access::{Rate, RateLimit, Rates, RouteAuth};
-pub use backend::Backend;
+pub use backend::{Backend, DnsName, Ejection, HealthChecks, Replicas, Retries};
 pub use error::{ConfigError, ConfigErrors};
 pub use frontends::{DecthingsRoute, MultipleTensors, SageMakerOutput, SageMakerRoute};
 pub use load::{from_str, from_str_in, load_file};
-pub use route::{Control, Route, WireFormat};
-pub use server::{DEFAULT_ADMIN_LISTEN, DEFAULT_LISTEN, Limits, ServerConfig};
+pub use route::{Control, Route, Shadow, Weighted, WireFormat};
+pub use server::{DEFAULT_ADMIN_LISTEN, DEFAULT_LISTEN, Limits, Readyz, ServerConfig};
 pub use tls::{BackendTls, ClientAuth, Identity, PemFile, ServerTls, ServerTlsFiles};
 
 /// The whole, validated configuration.

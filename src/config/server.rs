@@ -48,9 +48,27 @@ pub struct ServerConfig {
     /// this delay, so load balancers stop sending first. Zero closes at
     /// once. Shorter than `shutdown_grace`.
     pub drain_delay: Duration,
+    /// What `/readyz` reports besides draining.
+    pub readyz: Readyz,
     /// `[server.tls]`: TLS on the data port (the admin port stays plain
     /// HTTP). Without it the data port speaks cleartext HTTP/1 and h2c.
     pub tls: Option<super::ServerTls>,
+}
+
+/// `server.readyz`: what the admin port's `/readyz` answers 200 for.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Readyz {
+    /// Ready unless draining, whatever the backends (the default: every
+    /// gateway instance sees the same backends, so taking one out of a
+    /// Service helps no client, and taking all out turns a 503 that names
+    /// the model into refused connections).
+    #[default]
+    Process,
+    /// Also needs at least one route with a ready replica.
+    AnyRoute,
+    /// Also needs a ready replica for every route.
+    AllRoutes,
 }
 
 impl ServerConfig {
@@ -81,6 +99,7 @@ impl Default for ServerConfig {
             body_total_timeout: Duration::from_secs(300),
             drain_delay: Self::default_drain_delay(shutdown_grace),
             tls: None,
+            readyz: Readyz::default(),
         }
     }
 }

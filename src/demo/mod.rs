@@ -44,6 +44,11 @@ use tokio::net::TcpListener;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
+/// Answers one request as the demo server does: for tests that put their
+/// own server (a replica that can be slowed, stopped or have a model
+/// unloaded) around the demo's models.
+pub use routes::handle;
+
 /// How long open connections (a running event stream, say) may finish
 /// after shutdown before they are dropped.
 const DRAIN_TIMEOUT: Duration = Duration::from_secs(5);

@@ -31,6 +31,14 @@ pub enum GatewayError {
     BadPath { source: PathError },
     #[error("{} endpoints are not allowed through this gateway (route \"{route}\" does not list \"{}\" in allow_control)", kind.name(), kind.name())]
     ControlDenied { route: String, kind: Control },
+    #[error(
+        "route \"{route}\": x-tensorgate-backend names \"{backend}\", which is not one of its backends ({choices})"
+    )]
+    UnknownBackend {
+        route: String,
+        backend: String,
+        choices: String,
+    },
     #[error("method {method} is not allowed on {path}")]
     MethodNotAllowed { method: http::Method, path: String },
     #[error("route \"{route}\": {violation}")]
@@ -97,6 +105,17 @@ pub enum GatewayError {
     BackendReset { backend: String, detail: String },
     #[error("backend \"{backend}\" is busy: all {limit} of its connections are in use")]
     BackendSaturated { backend: String, limit: usize },
+    /// Every replica of the backend fails its health checks (or, for DNS,
+    /// none was found).
+    #[error("backend \"{backend}\" has no healthy replica; retry later")]
+    NoHealthyReplica { backend: String, retry_after: u64 },
+    /// Healthy replicas exist, but none has the model ready.
+    #[error("model \"{model}\" is not ready on any replica of backend \"{backend}\"; retry later")]
+    ModelNotReady {
+        backend: String,
+        model: String,
+        retry_after: u64,
+    },
     #[error("backend \"{backend}\" sent an invalid response: {source}")]
     BadBackendResponse {
         backend: String,
@@ -148,6 +167,7 @@ impl GatewayError {
             } => StatusCode::PAYLOAD_TOO_LARGE,
             MethodNotAllowed { .. } => StatusCode::METHOD_NOT_ALLOWED,
             BadPath { .. }
+            | UnknownBackend { .. }
             | Rule { .. }
             | BadDocument { .. }
             | BadFraming { .. }
@@ -169,9 +189,11 @@ impl GatewayError {
             | DecthingsOutput(_)
             | ResponseTooLarge { .. } => StatusCode::BAD_GATEWAY,
             BackendTimeout { .. } => StatusCode::GATEWAY_TIMEOUT,
-            ShuttingDown | Overloaded { .. } | BackendSaturated { .. } => {
-                StatusCode::SERVICE_UNAVAILABLE
-            }
+            ShuttingDown
+            | Overloaded { .. }
+            | BackendSaturated { .. }
+            | NoHealthyReplica { .. }
+            | ModelNotReady { .. } => StatusCode::SERVICE_UNAVAILABLE,
             Internal { .. } => StatusCode::INTERNAL_SERVER_ERROR,
             SageMaker(e) => e.status(),
             Unauthorized { .. } => StatusCode::UNAUTHORIZED,
@@ -196,6 +218,8 @@ impl GatewayError {
                 Some((waited.as_secs_f64().ceil() as u64).max(1))
             }
             GatewayError::BackendSaturated { .. } => Some(1),
+            GatewayError::NoHealthyReplica { retry_after, .. }
+            | GatewayError::ModelNotReady { retry_after, .. } => Some((*retry_after).max(1)),
             GatewayError::RateLimited(r) => r.wait.map(|w| (w.as_secs_f64().ceil() as u64).max(1)),
             _ => None,
         }
@@ -209,6 +233,9 @@ impl GatewayError {
             GatewayError::BackendTimeout { .. } => Some("timeout"),
             GatewayError::BackendReset { .. } => Some("reset"),
             GatewayError::BackendSaturated { .. } => Some("saturated"),
+            GatewayError::NoHealthyReplica { .. } | GatewayError::ModelNotReady { .. } => {
+                Some("unavailable")
+            }
             GatewayError::BadBackendResponse { .. } | GatewayError::ResponseTooLarge { .. } => {
                 Some("invalid")
             }
@@ -366,6 +393,32 @@ mod tests {
         assert_eq!(e.status(), StatusCode::REQUEST_TIMEOUT);
         assert_eq!(e.to_string(), "the request body did not arrive within 1.5s");
         assert_eq!(e.retry_after(), None);
+    }
+
+    #[test]
+    fn nothing_ready_is_503_naming_the_model_with_retry_after() {
+        let e = GatewayError::ModelNotReady {
+            backend: "triton".into(),
+            model: "resnet".into(),
+            retry_after: 5,
+        };
+        assert_eq!(e.status(), StatusCode::SERVICE_UNAVAILABLE);
+        assert_eq!(e.retry_after(), Some(5));
+        assert_eq!(e.upstream_kind(), Some("unavailable"));
+        assert_eq!(
+            &error_body(&e.to_string())[..],
+            br#"{"error":"model \"resnet\" is not ready on any replica of backend \"triton\"; retry later"}"#
+        );
+        let e = GatewayError::NoHealthyReplica {
+            backend: "triton".into(),
+            retry_after: 0,
+        };
+        assert_eq!(e.status(), StatusCode::SERVICE_UNAVAILABLE);
+        assert_eq!(e.retry_after(), Some(1));
+        assert_eq!(
+            e.to_string(),
+            r#"backend "triton" has no healthy replica; retry later"#
+        );
     }
 
     #[test]

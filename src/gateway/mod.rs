@@ -17,7 +17,10 @@ pub mod headers;
 pub mod live;
 pub mod observe;
 pub mod passthrough;
+pub mod readiness;
+pub mod shadow;
 pub mod shed;
+pub mod split;
 pub mod upstream;
 
 use std::collections::BTreeMap;
@@ -47,7 +50,9 @@ use upstream::Upstream;
 #[derive(Debug)]
 pub struct Shared {
     pub config: Config,
-    pub upstreams: BTreeMap<String, Arc<Upstream>>,
+    pub upstreams: BTreeMap<String, Upstream>,
+    /// Each route's shadow, by route name.
+    pub shadows: BTreeMap<String, shadow::Mirror>,
     pub metrics: Metrics,
     pub admission: Arc<shed::Admission>,
     prefixes: dispatch::Prefixes,
@@ -56,6 +61,58 @@ pub struct Shared {
     registry: Arc<guard::Registry>,
     /// This configuration's limits, with the registry's buckets.
     limits: guard::Table,
+}
+
+/// One client per backend of `config`, its replicas counted in `metrics`;
+/// the client of a backend whose settings are the same in `before` is
+/// taken over (with its pools, replica states and background tasks), and
+/// counted in `kept`. An upstream's background tasks (health checks, DNS)
+/// stop when it is dropped.
+fn upstreams(
+    config: &Config,
+    metrics: &Metrics,
+    before: Option<&BTreeMap<String, Upstream>>,
+    kept: &mut Kept,
+) -> BTreeMap<String, Upstream> {
+    config
+        .backends
+        .iter()
+        .map(|(name, b)| {
+            let same = before
+                .and_then(|u| u.get(name))
+                .filter(|u| *u.backend == **b);
+            let upstream = match same {
+                Some(u) => {
+                    kept.upstreams += 1;
+                    u.clone()
+                }
+                None => {
+                    kept.rebuilt += 1;
+                    Upstream::with_metrics(b.clone(), metrics)
+                }
+            };
+            (name.clone(), upstream)
+        })
+        .collect()
+}
+
+/// Each route's shadow, sending through `upstreams`.
+pub fn shadows(
+    config: &Config,
+    upstreams: &BTreeMap<String, Upstream>,
+    metrics: &Metrics,
+    admission: &Arc<shed::Admission>,
+) -> BTreeMap<String, shadow::Mirror> {
+    config
+        .routes
+        .iter()
+        .filter_map(|r| {
+            let s = r.shadow.as_ref()?;
+            let upstream = upstreams.get(&s.backend.name)?.clone();
+            let mirror = shadow::Mirror::new(&r.name, s, upstream, metrics, admission.clone());
+            Some((r.name.clone(), mirror))
+        })
+        .collect()
 }
 
 /// The gateway service for one configuration. Cheap to clone.
@@ -95,15 +152,15 @@ impl Gateway {
 
     /// A gateway for `config` that keeps from this one what did not change:
     /// the upstream of every backend whose settings are identical (so its
-    /// pooled connections, slots and metadata cache live on), the request
-    /// slots when `max_concurrent_requests` and `queue_timeout` are
-    /// unchanged, and the rate-limit buckets of every route and key both
-    /// name (with their tokens). Requests in flight keep this gateway until
-    /// they end.
+    /// pooled connections, replica states, health checks and metadata
+    /// cache live on), the request slots when `max_concurrent_requests` and
+    /// `queue_timeout` are unchanged, and the rate-limit buckets of every
+    /// route and key both name (with their tokens). Requests in flight keep
+    /// this gateway until they end.
     pub fn reconfigured(&self, config: Config) -> (Gateway, Kept) {
         // New routes and key names get their zero series.
         self.shared.metrics.init_series(&config);
-        // A route's series name its backend: resolve them again.
+        // A route's series name its backends: resolve them again.
         self.shared.metrics.forget_routes();
         let registry = self.shared.registry.clone();
         Gateway::build(
@@ -121,26 +178,7 @@ impl Gateway {
         before: Option<&Shared>,
     ) -> (Gateway, Kept) {
         let mut kept = Kept::default();
-        let upstreams = config
-            .backends
-            .iter()
-            .map(|(name, b)| {
-                let same = before
-                    .and_then(|s| s.upstreams.get(name))
-                    .filter(|u| *u.backend == **b);
-                let upstream = match same {
-                    Some(u) => {
-                        kept.upstreams += 1;
-                        u.clone()
-                    }
-                    None => {
-                        kept.rebuilt += 1;
-                        Arc::new(Upstream::new(b.clone()))
-                    }
-                };
-                (name.clone(), upstream)
-            })
-            .collect();
+        let upstreams = upstreams(&config, &metrics, before.map(|s| &s.upstreams), &mut kept);
         let server = &config.server;
         let admission = match before {
             Some(s)
@@ -155,16 +193,23 @@ impl Gateway {
                 server.queue_timeout,
             )),
         };
+        let shadows = shadows(&config, &upstreams, &metrics, &admission);
         let shared = Arc::new(Shared {
             prefixes: dispatch::Prefixes::new(&config),
             limits: registry.table(&config),
             registry,
             config,
             upstreams,
+            shadows,
             metrics,
             admission,
         });
         (Gateway { shared }, kept)
+    }
+
+    /// What `/readyz` should say about the routes (see [`readiness`]).
+    pub fn readiness(&self) -> readiness::Readiness {
+        readiness::check(&self.shared.config, &self.shared.upstreams)
     }
 
     pub fn config(&self) -> &Config {
@@ -176,7 +221,7 @@ impl Gateway {
     }
 
     /// The upstream of backend `name`.
-    pub fn upstream(&self, name: &str) -> Option<&Arc<Upstream>> {
+    pub fn upstream(&self, name: &str) -> Option<&Upstream> {
         self.shared.upstreams.get(name)
     }
 
@@ -190,6 +235,7 @@ impl Gateway {
     /// exchange is observed.
     pub async fn handle(&self, mut req: Request<Incoming>) -> Response<Body> {
         let request_id = ensure_request_id(req.headers_mut());
+        let backend_hint = split::take_hint(req.headers_mut());
         let endpoint = dispatch::classify(req.method(), req.uri().path(), &self.shared.prefixes);
         let frontend = endpoint.as_ref().map_or(Frontend::V2, Endpoint::frontend);
         let obs = Observation::start(Start {
@@ -198,6 +244,7 @@ impl Gateway {
             request_id,
             method: req.method().clone(),
             path: req.uri().path(),
+            backend_hint,
         });
         let result = match endpoint {
             Ok(endpoint) => self.serve(endpoint, req, &obs).await,
@@ -311,7 +358,7 @@ impl Gateway {
     ) -> Result<Exchange<'a>, GatewayError> {
         let route = self.route(model, path)?;
         obs.bind(route, model.unwrap_or(""));
-        Ok(self.exchange(route, obs))
+        self.exchange(route, obs)
     }
 }
 
@@ -349,14 +396,31 @@ impl crate::frontend::decthings::Routes for Gateway {
         Gateway::admit_caller(self, route, key, obs)
     }
 
-    fn exchange<'a>(&'a self, route: &'a Route, obs: &'a Observation) -> Exchange<'a> {
+    fn exchange<'a>(
+        &'a self,
+        route: &'a Route,
+        obs: &'a Observation,
+    ) -> Result<Exchange<'a>, GatewayError> {
+        let i = split::choose(route, obs.backend_hint())?;
+        obs.use_backend(i);
+        let name = route
+            .split
+            .get(i)
+            .map_or(&route.backend.name, |w| &w.backend.name);
         // Every route's backend exists: configuration checked it.
-        let upstream: &Upstream = &self.shared.upstreams[&route.backend.name];
-        Exchange {
+        let upstream = self
+            .shared
+            .upstreams
+            .get(name)
+            .ok_or_else(|| GatewayError::Internal {
+                what: format!("backend {name:?} of route {:?} has no client", route.name),
+            })?;
+        Ok(Exchange {
             route,
             upstream,
+            shadow: self.shared.shadows.get(&route.name),
             obs,
-        }
+        })
     }
 }
 

@@ -4,7 +4,7 @@
 
 use std::pin::Pin;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Mutex, OnceLock};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
@@ -103,6 +103,11 @@ struct Inner {
     completed: AtomicBool,
     /// The request's admission slot, freed when the request completes.
     slot: Mutex<Option<Slot>>,
+    /// The index in its route's split of the backend chosen (`usize::MAX`
+    /// until one is).
+    backend: AtomicUsize,
+    /// `x-tensorgate-backend`, when the client sent it.
+    backend_hint: Option<String>,
     /// Set once the caller is checked (`gateway::guard`).
     caller: OnceLock<Caller>,
 }
@@ -128,6 +133,8 @@ pub struct Start<'a> {
     pub request_id: HeaderValue,
     pub method: Method,
     pub path: &'a str,
+    /// `x-tensorgate-backend`, when the client sent it.
+    pub backend_hint: Option<String>,
 }
 
 /// The route label of requests no route serves.
@@ -140,7 +147,7 @@ impl Observation {
         let obs = Observation {
             inner: Arc::new(Inner {
                 metrics: s.metrics.clone(),
-                unbound: s.metrics.route(NO_ROUTE, None),
+                unbound: s.metrics.route(NO_ROUTE, &[]),
                 kind: s.kind,
                 started: Instant::now(),
                 request_id: s.request_id,
@@ -150,6 +157,8 @@ impl Observation {
                 totals: Totals::default(),
                 completed: AtomicBool::new(false),
                 slot: Mutex::new(None),
+                backend: AtomicUsize::new(usize::MAX),
+                backend_hint: s.backend_hint,
                 caller: OnceLock::new(),
             }),
         };
@@ -163,10 +172,14 @@ impl Observation {
         let bound = Bound {
             route: route.clone(),
             model: model.to_owned(),
-            metrics: self
-                .inner
-                .metrics
-                .route(&route.name, Some(&route.backend.name)),
+            metrics: {
+                let backends: Vec<&str> = route
+                    .split
+                    .iter()
+                    .map(|w| w.backend.name.as_str())
+                    .collect();
+                self.inner.metrics.route(&route.name, &backends)
+            },
         };
         if self.inner.bound.set(bound).is_ok() {
             self.inner.unbound.in_flight.dec();
@@ -225,11 +238,41 @@ impl Observation {
         self.inner.rm()
     }
 
+    /// The backend the request went to: the one of its route's split
+    /// chosen for it ([`Observation::use_backend`]), else the route's
+    /// primary.
     fn backend(&self) -> Option<&str> {
-        self.inner
-            .bound
-            .get()
-            .map(|b| b.route.backend.name.as_str())
+        let bound = self.inner.bound.get()?;
+        let chosen = self.inner.backend.load(Ordering::Relaxed);
+        Some(match bound.route.split.get(chosen) {
+            Some(w) => &w.backend.name,
+            None => &bound.route.backend.name,
+        })
+    }
+
+    /// The latency series of the backend the request went to.
+    fn upstream_series(&self) -> Option<&crate::metrics::UpstreamSeries> {
+        let upstream = &self.rm().upstream;
+        let chosen = self.inner.backend.load(Ordering::Relaxed);
+        upstream.get(chosen).or_else(|| {
+            let primary = &self.inner.bound.get()?.route.backend.name;
+            upstream.iter().find(|u| &u.backend == primary)
+        })
+    }
+
+    /// Records that the request goes to backend `i` of its route's split.
+    pub fn use_backend(&self, i: usize) {
+        self.inner.backend.store(i, Ordering::Relaxed);
+    }
+
+    /// The backend the client asked for with `x-tensorgate-backend`.
+    pub fn backend_hint(&self) -> Option<&str> {
+        self.inner.backend_hint.as_deref()
+    }
+
+    /// The model the request is for, as bound (empty when none).
+    pub fn model(&self) -> &str {
+        self.inner.bound.get().map_or("", |b| b.model.as_str())
     }
 
     /// Time since the request started.
@@ -292,8 +335,8 @@ impl Observation {
             .totals
             .first_byte_us
             .store(d.as_micros() as u64, Ordering::Relaxed);
-        if let Some(h) = &self.rm().first_byte {
-            h.observe(d.as_secs_f64());
+        if let Some(u) = self.upstream_series() {
+            u.first_byte.observe(d.as_secs_f64());
         }
     }
 
@@ -302,8 +345,8 @@ impl Observation {
             .totals
             .upstream_total_us
             .store(d.as_micros() as u64, Ordering::Relaxed);
-        if let Some(h) = &self.rm().upstream_total {
-            h.observe(d.as_secs_f64());
+        if let Some(u) = self.upstream_series() {
+            u.total.observe(d.as_secs_f64());
         }
     }
 

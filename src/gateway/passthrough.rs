@@ -57,6 +57,10 @@ pub async fn forward(
             .to_owned(),
         headers: parts.headers,
         body,
+        model: Some(obs.model())
+            .filter(|m| !m.is_empty())
+            .map(str::to_owned),
+        idempotent: false,
     };
     let sent = std::time::Instant::now();
     let resp = match upstream.send(out, Some(obs)).await {

@@ -57,6 +57,12 @@ impl Admission {
     pub fn available(&self) -> usize {
         self.slots.available_permits()
     }
+
+    /// Whether fewer than an eighth of the slots are free: the gateway is
+    /// close to shedding, and optional work (shadow traffic) stops first.
+    pub fn busy(&self) -> bool {
+        self.available() < self.limit.div_ceil(8)
+    }
 }
 
 #[cfg(test)]
@@ -83,5 +89,17 @@ mod tests {
         drop(one);
         let _three = waiting.await.unwrap();
         assert_eq!(a.available(), 0);
+    }
+
+    #[tokio::test]
+    async fn busy_under_an_eighth_free() {
+        let a = Admission::new(16, Duration::from_secs(1));
+        let mut held = Vec::new();
+        for _ in 0..14 {
+            held.push(a.admit().await.unwrap());
+        }
+        assert!(!a.busy(), "2 of 16 free");
+        held.push(a.admit().await.unwrap());
+        assert!(a.busy(), "1 of 16 free");
     }
 }

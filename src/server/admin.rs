@@ -1,5 +1,6 @@
 //! The admin port: `/healthz`, `/readyz` (503 from the shutdown signal
-//! on), `/metrics`. HTTP/1 only, at most [`MAX_CONNECTIONS`] connections,
+//! on, and — with `server.readyz` set so — while routes have no ready
+//! replica), `/metrics`. HTTP/1 only, at most [`MAX_CONNECTIONS`] connections,
 //! each closed if it sends no request head within the handshake timeout;
 //! accept errors back off like the data port's. Never touches the data
 //! path.
@@ -21,6 +22,7 @@ use tokio::task::JoinSet;
 use super::accept::{Backoff, admit};
 use super::conn::until_true;
 use crate::gateway::body::{Body, full};
+use crate::gateway::live::Live;
 use crate::metrics::Metrics;
 
 /// Admin connections open at once: enough for probes and scrapers, few
@@ -36,6 +38,8 @@ const CLOSE_GRACE: Duration = Duration::from_secs(1);
 pub struct AdminState {
     pub ready: Arc<AtomicBool>,
     pub metrics: Metrics,
+    /// Asked whether its routes can serve (`server.readyz`).
+    pub gateway: Option<Live>,
 }
 
 /// Serves the admin port until `stop` turns true.
@@ -91,6 +95,30 @@ pub async fn serve(
     }
 }
 
+/// `/readyz` when not draining: ready, unless `server.readyz` asks for
+/// routes with a ready replica and they have none.
+fn routes_ready(gateway: Option<&Live>) -> (StatusCode, Bytes) {
+    // The configuration in force now (a reload may have changed the
+    // routes or `server.readyz`).
+    let Some(r) = gateway.map(|g| g.current().readiness()) else {
+        return (
+            StatusCode::OK,
+            Bytes::from_static(b"{\"status\":\"ready\"}"),
+        );
+    };
+    if r.ready() {
+        return (
+            StatusCode::OK,
+            Bytes::from_static(b"{\"status\":\"ready\"}"),
+        );
+    }
+    let body = serde_json::json!({"status": "no_ready_replica", "routes": r.not_ready});
+    (
+        StatusCode::SERVICE_UNAVAILABLE,
+        Bytes::from(serde_json::to_vec(&body).unwrap_or_default()),
+    )
+}
+
 fn respond(req: &Request<Incoming>, state: &AdminState) -> Response<Body> {
     if req.uri().path() == "/metrics" {
         let mut resp = Response::new(full(state.metrics.encode()));
@@ -102,10 +130,7 @@ fn respond(req: &Request<Incoming>, state: &AdminState) -> Response<Body> {
     }
     let (status, body): (StatusCode, Bytes) = match req.uri().path() {
         "/healthz" => (StatusCode::OK, Bytes::from_static(b"{\"status\":\"ok\"}")),
-        "/readyz" if state.ready.load(Ordering::SeqCst) => (
-            StatusCode::OK,
-            Bytes::from_static(b"{\"status\":\"ready\"}"),
-        ),
+        "/readyz" if state.ready.load(Ordering::SeqCst) => routes_ready(state.gateway.as_ref()),
         "/readyz" => (
             StatusCode::SERVICE_UNAVAILABLE,
             Bytes::from_static(b"{\"status\":\"draining\"}"),

@@ -99,6 +99,7 @@ pub fn start_with_metrics(
     let state = admin::AdminState {
         ready: ready.clone(),
         metrics,
+        gateway: Some(live.clone()),
     };
     let admin_task = tokio::spawn(admin::serve(admin, state, head_timeout, admin_stopped));
     let (gateway, data_tls) = (live.clone(), tls.clone());

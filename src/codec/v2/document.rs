@@ -22,6 +22,7 @@ mod budget;
 mod checked;
 mod entry;
 mod error;
+mod quick;
 mod step;
 
 use bytes::{Buf, BytesMut};

@@ -153,12 +153,12 @@ fn missing_sections() {
 #[test]
 fn single_backend_shortcut() {
     let c = Config::single_backend(
-        "http://127.0.0.1:8001",
+        &["http://127.0.0.1:8001"],
         "127.0.0.1:8000".parse().unwrap(),
         "127.0.0.1:9000".parse().unwrap(),
     )
     .unwrap();
     let r = c.route_for_model("anything").unwrap();
     assert_eq!(r.backend_format, WireFormat::Binary);
-    assert_eq!(r.backend.url, "http://127.0.0.1:8001");
+    assert_eq!(r.backend.first_url().unwrap(), "http://127.0.0.1:8001");
 }

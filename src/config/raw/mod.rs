@@ -17,7 +17,7 @@ pub use collect::{Stage1, parse};
 pub use shape::{Table, Word};
 pub use values::*;
 
-use super::{ClientAuth, Control, MultipleTensors, WireFormat};
+use super::{ClientAuth, Control, MultipleTensors, Readyz, WireFormat};
 
 /// The file. Absent tables deserialize with every key absent. Sub-tables
 /// are [`Table`]s and enum values [`Word`]s, for their error messages.
@@ -44,6 +44,7 @@ pub struct RawServer {
     pub queue_timeout: Option<Timeout>,
     pub body_total_timeout: Option<Timeout>,
     pub drain_delay: Option<Delay>,
+    pub readyz: Option<Word<Readyz>>,
     pub tls: Option<Table<RawServerTls>>,
 }
 
@@ -72,6 +73,10 @@ pub struct RawLimits {
 #[serde(default, deny_unknown_fields)]
 pub struct RawBackend {
     pub url: Option<BackendUrl>,
+    pub urls: Option<Vec<BackendUrl>>,
+    pub dns: Option<DnsHost>,
+    pub dns_interval: Option<Timeout>,
+    pub max_replicas: Option<Positive<usize>>,
     pub connect_timeout: Option<Timeout>,
     pub request_timeout: Option<Timeout>,
     pub pool_idle_timeout: Option<Timeout>,
@@ -83,6 +88,18 @@ pub struct RawBackend {
     pub tls_cert_file: Option<Name>,
     pub tls_key_file: Option<Name>,
     pub tls_server_name: Option<ServerName>,
+    pub health_checks: Option<bool>,
+    pub health_interval: Option<Timeout>,
+    pub health_timeout: Option<Timeout>,
+    pub healthy_threshold: Option<Positive<u32>>,
+    pub unhealthy_threshold: Option<Positive<u32>>,
+    pub max_checked_models: Option<Positive<usize>>,
+    pub eject_after: Option<Positive<u32>>,
+    pub eject_time: Option<Timeout>,
+    pub max_eject_time: Option<Timeout>,
+    pub max_retries: Option<Count<u32>>,
+    pub retry_budget: Option<Fraction>,
+    pub min_retries_per_second: Option<Count<u32>>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -92,6 +109,10 @@ pub struct RawRoute {
     pub models: Vec<Name>,
     pub default: bool,
     pub backend: Option<Name>,
+    pub backends: Option<Vec<Table<RawWeighted>>>,
+    pub allow_backend_header: bool,
+    pub shadow: Option<Table<RawShadow>>,
+    pub retry_infer: bool,
     pub backend_format: Word<WireFormat>,
     pub limits: Table<RawLimits>,
     pub inputs: BTreeMap<String, Table<RawTensorRule>>,
@@ -131,6 +152,22 @@ pub struct RawRates {
     pub burst: Option<Positive<u64>>,
     pub elements_per_second: Option<PerSecond>,
     pub elements_burst: Option<Positive<u64>>,
+}
+
+/// One of `backends = [{ name = "stable", weight = 90 }, ...]`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RawWeighted {
+    pub name: Option<Name>,
+    pub weight: Option<Count<u32>>,
+}
+
+/// `shadow = { backend = "next", max_in_flight = 8 }`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RawShadow {
+    pub backend: Option<Name>,
+    pub max_in_flight: Option<Positive<usize>>,
 }
 
 /// `[routes.inputs.NAME]` and `[routes.outputs.NAME]`.

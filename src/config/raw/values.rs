@@ -90,6 +90,14 @@ checked_string!(
 );
 
 checked_string!(
+    /// `dns`: a `host:port` to resolve.
+    #[derive(Clone, Debug)]
+    DnsHost(backend::DnsName),
+    "a host:port to resolve",
+    |s| backend::parse_dns(s)
+);
+
+checked_string!(
     /// A non-empty string: model, tensor, route and backend names.
     #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
     Name(String),
@@ -183,6 +191,58 @@ impl<'de, T: TryFrom<i64>> Deserialize<'de> for Positive<T> {
             }
         }
         d.deserialize_i64(V(PhantomData)).map(Positive)
+    }
+}
+
+/// A whole number, zero or more, that fits `T`.
+#[derive(Clone, Copy, Debug)]
+pub struct Count<T>(pub T);
+
+impl<'de, T: TryFrom<i64>> Deserialize<'de> for Count<T> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V<T>(PhantomData<T>);
+        impl<T: TryFrom<i64>> Visitor<'_> for V<T> {
+            type Value = T;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a whole number")
+            }
+            fn visit_i64<E: de::Error>(self, n: i64) -> Result<T, E> {
+                if n < 0 {
+                    return Err(E::custom(format!("must not be negative, got {n}")));
+                }
+                T::try_from(n).map_err(|_| E::custom(format!("{n} is too large")))
+            }
+        }
+        d.deserialize_i64(V(PhantomData)).map(Count)
+    }
+}
+
+/// A fraction from 0 to 1 (`retry_budget = 0.2`), held in thousandths.
+#[derive(Clone, Copy, Debug)]
+pub struct Fraction(pub u32);
+
+impl<'de> Deserialize<'de> for Fraction {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl Visitor<'_> for V {
+            type Value = u32;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a fraction from 0 to 1")
+            }
+            fn visit_f64<E: de::Error>(self, x: f64) -> Result<u32, E> {
+                if !(0.0..=1.0).contains(&x) {
+                    return Err(E::custom(format!("must be from 0 to 1, got {x}")));
+                }
+                Ok((x * 1000.0).round() as u32)
+            }
+            fn visit_i64<E: de::Error>(self, n: i64) -> Result<u32, E> {
+                match n {
+                    0 | 1 => Ok(n as u32 * 1000),
+                    _ => Err(E::custom(format!("must be from 0 to 1, got {n}"))),
+                }
+            }
+        }
+        d.deserialize_f64(V).map(Fraction)
     }
 }
 

@@ -19,7 +19,7 @@ fn single_backend_refuses_hostile_urls_cleanly() {
         "http://x\"y:1",
         "ftp://127.0.0.1:1",
     ] {
-        let e = Config::single_backend(url, DEFAULT_LISTEN, DEFAULT_ADMIN_LISTEN).unwrap_err();
+        let e = Config::single_backend(&[url], DEFAULT_LISTEN, DEFAULT_ADMIN_LISTEN).unwrap_err();
         let expected = ConfigError {
             key: "backends.default.url".into(),
             message: format!("{url:?} is not an http://host:port or https://host:port URL"),
@@ -27,14 +27,16 @@ fn single_backend_refuses_hostile_urls_cleanly() {
         assert_eq!(e.0, [expected]);
     }
     // https backends are served (with the system's CAs).
-    let c = Config::single_backend("https://h:1", DEFAULT_LISTEN, DEFAULT_ADMIN_LISTEN).unwrap();
-    assert_eq!(c.backends["default"].url, "https://h:1/");
+    let c = Config::single_backend(&["https://h:1"], DEFAULT_LISTEN, DEFAULT_ADMIN_LISTEN).unwrap();
+    let b = &c.backends["default"];
+    assert_eq!(b.first_url().unwrap(), "https://h:1/");
+    assert!(b.is_https());
 }
 
 #[test]
 fn single_backend_values() {
     let c = Config::single_backend(
-        "http://127.0.0.1:8001/p",
+        &["http://127.0.0.1:8001/p"],
         addr("127.0.0.1:1"),
         addr("127.0.0.1:2"),
     )
@@ -52,7 +54,7 @@ fn single_backend_values() {
         c.server.shutdown_grace,
         ServerConfig::default().shutdown_grace
     );
-    let same = Config::single_backend("http://h:1", DEFAULT_LISTEN, DEFAULT_LISTEN).unwrap_err();
+    let same = Config::single_backend(&["http://h:1"], DEFAULT_LISTEN, DEFAULT_LISTEN).unwrap_err();
     assert_eq!(
         same.to_string(),
         "server.admin_listen: must differ from server.listen"
@@ -65,8 +67,12 @@ fn demo_values() {
     assert_eq!(c.server.shutdown_grace, Duration::from_secs(5));
     assert_eq!(c.server.drain_delay, Duration::ZERO);
     assert_eq!(c.server.listen, DEFAULT_LISTEN);
-    let demo = Backend::new("demo", "http://127.0.0.1:7".parse().unwrap());
-    assert_eq!(*c.backends["demo"], demo);
+    let mut demo = Backend::new("demo", "http://127.0.0.1:7".parse().unwrap());
+    demo.models = vec!["simple".to_owned()];
+    assert_eq!(
+        *c.backends["demo"], demo,
+        "follows the models its routes list"
+    );
     let names: Vec<_> = c.routes.iter().map(|r| r.name.as_str()).collect();
     assert_eq!(names, ["simple", "default"]);
     let simple = &c.routes[0];
@@ -138,7 +144,9 @@ fn example_file_loads() {
     let simple = c.route_for_model("simple").unwrap();
     assert_eq!(simple.sagemaker.outputs[0].reply_name(), "sum");
     assert_eq!(simple.decthings.model_ids["4f1c8a2e-simple"], "simple");
-    let triton = Backend::new("triton", "http://127.0.0.1:8001".parse().unwrap());
+    let mut triton = Backend::new("triton", "http://127.0.0.1:8001".parse().unwrap());
+    // The models its routes list, followed by its health checks.
+    triton.models = vec!["simple".to_owned()];
     assert_eq!(*c.backends["triton"], triton);
 }
 

@@ -33,7 +33,7 @@ fn unknown_keys_at_every_level() {
         "colour: unknown key `colour`, expected one of `server`, `limits`, `backends`, `routes`",
         "server.port: unknown key `port`, expected one of `listen`, `admin_listen`, ",
         "limits.max_bytes: unknown key `max_bytes`, expected one of `max_body_bytes`, ",
-        "backends.b.timeout: unknown key `timeout`, expected one of `url`, `connect_timeout`, ",
+        "backends.b.timeout: unknown key `timeout`, expected one of `url`, `urls`, `dns`, ",
         "routes[0].model: unknown key `model`, expected one of `name`, `models`, ",
         "routes[0].limits.max_dim: unknown key `max_dim`, expected one of `max_body_bytes`, ",
         "routes[0].inputs.X.type: unknown key `type`, expected one of `shape`, `allowed_types`, `required`",
@@ -73,7 +73,7 @@ fn indices_stay_the_files_after_bad_elements() {
             "routes[2].models[1]: must not be empty",
             "routes[2].models[3]: invalid type: integer `3`, expected a non-empty string",
             "routes[2].extra: unknown key `extra`, expected one of `name`, `models`, `default`, `backend`, \
-             `backend_format`, `limits`, `inputs`, `outputs`, `allow_unknown_inputs`, `allow_control`, \
+             `backends`, `allow_backend_header`, `shadow`, `retry_infer`, `backend_format`, `limits`, `inputs`, `outputs`, `allow_unknown_inputs`, `allow_control`, \
              `decthings`, `sagemaker`, `auth`, `rate_limit`",
             "routes[2].backend: unknown backend \"nope\" (defined: b)",
         ],
@@ -94,7 +94,7 @@ fn a_reported_key_is_not_reported_again() {
     check(
         "[backends.b]\n[[routes]]\nmodels = [\"m\"]\n",
         &[
-            "backends.b.url: required",
+            "backends.b.url: required: one of url, urls or dns",
             "routes[0].name: required",
             "routes[0].backend: required",
         ],

@@ -108,10 +108,9 @@ fn every_timeout_refuses_zero_and_overflow() {
 fn backend_defaults_and_values() {
     let c = load(&route(""));
     let b = &c.backends["b"];
-    assert_eq!(
-        **b,
-        Backend::new("b", "http://127.0.0.1:1".parse().unwrap())
-    );
+    let mut expected = Backend::new("b", "http://127.0.0.1:1".parse().unwrap());
+    expected.models = vec!["m1".to_owned(), "m2".to_owned()];
+    assert_eq!(**b, expected);
     assert_eq!(b.connect_timeout, 2 * SECOND);
     assert_eq!(b.request_timeout, 60 * SECOND);
     assert_eq!(b.pool_idle_timeout, 4 * SECOND);

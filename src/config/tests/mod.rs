@@ -6,6 +6,7 @@ mod build;
 mod errors;
 mod frontends;
 mod keys;
+mod replicas;
 mod tls;
 
 use super::*;

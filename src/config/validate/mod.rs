@@ -6,8 +6,10 @@
 //! the configuration names.
 
 mod access;
+mod backend;
 mod frontends;
 mod route;
+mod split;
 mod tls;
 mod unique;
 
@@ -54,16 +56,11 @@ pub fn config(
         .into_iter()
         .enumerate()
         .filter_map(|(i, r)| check.route(i, r.0, &backends, defaults))
-        .map(Arc::new)
         .collect();
     if !check.errors.is_empty() {
         return Err(check.errors);
     }
-    Ok(Config {
-        server,
-        backends,
-        routes,
-    })
+    Ok(super::attach::config(server, backends, routes))
 }
 
 /// The problems a [`ServerConfig`] can have on its own; the built-in
@@ -107,6 +104,9 @@ impl Check<'_> {
         apply!(s, raw; listen, admin_listen, shutdown_grace, max_concurrent_requests,
             body_read_timeout, header_read_timeout, max_connections, handshake_timeout,
             queue_timeout, body_total_timeout, drain_delay);
+        if let Some(r) = raw.readyz {
+            s.readyz = r.0;
+        }
         if raw.drain_delay.is_none() {
             s.drain_delay = ServerConfig::default_drain_delay(s.shutdown_grace);
         }
@@ -138,15 +138,9 @@ impl Check<'_> {
         }
         let mut out = BTreeMap::new();
         for (name, Table(b)) in raw {
-            let Some(url) = b.url.clone() else {
-                self.error(format!("backends.{name}.url"), "required");
-                continue;
-            };
-            let mut backend = Backend::new(&name, url.0);
-            self.backend_tls(&mut backend, &b);
-            apply!(backend, b; connect_timeout, request_timeout, pool_idle_timeout,
-                pool_max_idle_per_host, max_connections, stream_idle_timeout, metadata_ttl);
-            out.insert(name, Arc::new(backend));
+            if let Some(backend) = self.backend(&name, b) {
+                out.insert(name, Arc::new(backend));
+            }
         }
         out
     }

@@ -5,13 +5,24 @@ use std::sync::Arc;
 
 use super::Check;
 use crate::config::raw::{Name, RawRoute, RawTensorRule, Table};
-use crate::config::{Backend, Limits, Route};
+use crate::config::{Backend, Limits, Route, Weighted};
 use crate::rules::{RouteRules, ShapeRule, TensorRule};
 
 /// Whether a frontend map on a route may name `model`: one of the route's
 /// models, or anything on the default route.
 pub(super) fn may_name(models: &[String], default: bool, model: &str) -> bool {
     default || models.iter().any(|m| m == model)
+}
+
+/// The backend that takes the most of a split (the first of equals).
+fn primary(split: &[Weighted]) -> Arc<Backend> {
+    let mut best = &split[0];
+    for w in split {
+        if w.weight > best.weight {
+            best = w;
+        }
+    }
+    best.backend.clone()
 }
 
 impl Check<'_> {
@@ -34,7 +45,10 @@ impl Check<'_> {
             let message = "a route needs `models` or `default = true`";
             self.error(format!("{key}.models"), message);
         }
-        let backend = self.backend_ref(&key, raw.backend, backends);
+        let split = self.split(&key, raw.backend, raw.backends, backends);
+        let shadow = raw
+            .shadow
+            .and_then(|Table(s)| self.shadow(&key, s, split.as_deref(), backends));
         let limits = self.limits(&format!("{key}.limits"), defaults, raw.limits.0);
         let inputs = self.tensor_rules(&format!("{key}.inputs"), raw.inputs);
         let outputs = self.tensor_rules(&format!("{key}.outputs"), raw.outputs);
@@ -57,7 +71,11 @@ impl Check<'_> {
             name: name?,
             models,
             default: raw.default,
-            backend: backend?,
+            backend: primary(split.as_deref()?),
+            split: split?,
+            allow_backend_header: raw.allow_backend_header,
+            shadow,
+            retry_infer: raw.retry_infer,
             backend_format: raw.backend_format.0,
             limits,
             rules: RouteRules {
@@ -73,13 +91,14 @@ impl Check<'_> {
         })
     }
 
-    fn backend_ref(
+    /// The backend `name` at `key` refers to.
+    pub(super) fn backend_ref(
         &mut self,
         key: &str,
         name: Option<Name>,
         backends: &BTreeMap<String, Arc<Backend>>,
     ) -> Option<Arc<Backend>> {
-        let key = format!("{key}.backend");
+        let key = key.to_owned();
         let Some(Name(name)) = name else {
             self.error(key, "required");
             return None;

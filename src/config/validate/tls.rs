@@ -8,7 +8,9 @@ use std::path::Path;
 use super::Check;
 use crate::config::raw::{Name, RawBackend, RawServerTls};
 use crate::config::tls::{at, resolve};
-use crate::config::{Backend, BackendTls, Identity, PemFile, ServerTls, ServerTlsFiles, backend};
+use crate::config::{
+    Backend, BackendTls, Identity, PemFile, Replicas, ServerTls, ServerTlsFiles, backend,
+};
 
 impl Check<'_> {
     /// `[server.tls]`, its files read and checked.
@@ -46,7 +48,14 @@ impl Check<'_> {
     /// `backend.tls`.
     pub(super) fn backend_tls(&mut self, backend: &mut Backend, raw: &RawBackend) {
         let prefix = format!("backends.{}", backend.name);
-        let https = backend::is_https(&backend.url);
+        if let Replicas::Urls(urls) = &backend.replicas {
+            let https = urls.iter().filter(|u| backend::is_https(u)).count();
+            if https != 0 && https != urls.len() {
+                let message = "mixes http:// and https:// URLs (one backend, one scheme)";
+                self.error(format!("{prefix}.urls"), message);
+            }
+        }
+        let https = backend.is_https();
         let named = [
             ("tls_ca_file", raw.tls_ca_file.is_some()),
             ("tls_cert_file", raw.tls_cert_file.is_some()),
@@ -55,7 +64,7 @@ impl Check<'_> {
         ];
         if !https {
             for (field, _) in named.iter().filter(|(_, set)| *set) {
-                self.error(format!("{prefix}.{field}"), "only for an https:// url");
+                self.error(format!("{prefix}.{field}"), "only for https:// urls");
             }
             return;
         }

@@ -16,8 +16,9 @@
 //! `Retry-After`), more tensor elements than a limit's burst ever allows →
 //! `quota_exceeded`; the backend refusing valid
 //! input → failed `exception` with the backend's message; the backend not
-//! answering in time → failed `server_overloaded` (it was there but too
-//! busy to finish); the backend unreachable, resetting or answering
+//! answering in time, or no replica with the model ready (503 elsewhere)
+//! → failed `server_overloaded` (there, but unable to take it now; try
+//! again later); the backend unreachable, resetting or answering
 //! nonsense → `unknown` (nothing the client did, and nothing it can change);
 //! an output the client cannot take → failed `invalid_output`.
 
@@ -37,6 +38,7 @@ pub fn render(e: GatewayError, obs: &Observation) -> Response<Body> {
     let body = match e {
         GatewayError::Decthings(_)
         | GatewayError::BadPath { .. }
+        | GatewayError::UnknownBackend { .. }
         | GatewayError::MethodNotAllowed { .. }
         | GatewayError::UnsupportedEncoding { .. }
         | GatewayError::BadEncoding { .. } => return bad_request(e.status(), &message),
@@ -62,7 +64,9 @@ pub fn render(e: GatewayError, obs: &Observation) -> Response<Body> {
             obs,
             json!({"code": "exception", "at": "evaluate", "exceptionDetails": m}),
         ),
-        GatewayError::BackendTimeout { .. } => failed(obs, json!({"code": "server_overloaded"})),
+        GatewayError::BackendTimeout { .. }
+        | GatewayError::NoHealthyReplica { .. }
+        | GatewayError::ModelNotReady { .. } => failed(obs, json!({"code": "server_overloaded"})),
         GatewayError::DecthingsOutput(_)
         | GatewayError::OutputRule { .. }
         | GatewayError::ResponseTooLarge { .. } => failed(

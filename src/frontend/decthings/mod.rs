@@ -38,7 +38,14 @@ use crate::gateway::observe::Observation;
 /// an [`Exchange`] for the route it chooses, and the checks of who calls.
 pub trait Routes {
     fn config(&self) -> &Config;
-    fn exchange<'a>(&'a self, route: &'a Route, obs: &'a Observation) -> Exchange<'a>;
+    /// The exchange for a request bound to `route`: the backend chosen
+    /// for it (by weight, or the one `x-tensorgate-backend` names where
+    /// allowed).
+    fn exchange<'a>(
+        &'a self,
+        route: &'a Route,
+        obs: &'a Observation,
+    ) -> Result<Exchange<'a>, GatewayError>;
     /// Checks the caller's key (from `headers`) against `route`'s and takes
     /// the request's token (`gateway::guard`); SigV4 is not taken.
     fn authorize(
@@ -121,7 +128,7 @@ pub async fn evaluate<R: Routes>(
     // body was read; now against the route the call is for.
     routes.authorize(route, &parts.headers, obs)?;
     request::check_size(route, &call.params, bytes.len() as u64)?;
-    let x = routes.exchange(route, obs);
+    let x = routes.exchange(route, obs)?;
     let model = ModelRef {
         name: model,
         version: call.snapshot_id,

@@ -36,7 +36,7 @@ use crate::gateway::error::GatewayError;
 use crate::gateway::guard::sigv4::Claim;
 use crate::gateway::headers::trace_headers;
 use crate::gateway::observe::Observation;
-use crate::gateway::upstream::{OutBody, Outgoing};
+use crate::gateway::upstream::Outgoing;
 use pipeline::{Job, Pipeline, Source};
 
 /// Reply chunks buffered between the batch task and the client.
@@ -77,7 +77,7 @@ pub async fn invoke<R: Routes>(
         Some(claim) => Pending::Read(read_signed(routes, route, &claim, &parts, body, obs).await?),
         None => Pending::Unread(body),
     };
-    let x = routes.exchange(route, obs);
+    let x = routes.exchange(route, obs)?;
     let content_type = header_str(&parts.headers, header::CONTENT_TYPE).unwrap_or("");
     let format = sagemaker::request_format(content_type).map_err(sm)?;
     let reply_type =
@@ -112,6 +112,7 @@ pub async fn invoke<R: Routes>(
     let job = Job {
         route: route.clone(),
         upstream: x.upstream.clone(),
+        shadow: x.shadow.cloned(),
         obs: obs.clone(),
         model,
         input,
@@ -199,13 +200,8 @@ pub async fn ping<R: Routes>(
         route,
         route.sagemaker.default_model.as_deref().unwrap_or(""),
     );
-    let x = routes.exchange(route, obs);
-    let req = Outgoing {
-        method: http::Method::GET,
-        path: "/v2/health/ready".to_owned(),
-        headers: HeaderMap::new(),
-        body: OutBody::Empty,
-    };
+    let x = routes.exchange(route, obs)?;
+    let req = Outgoing::get("/v2/health/ready");
     let ready = matches!(
         tokio::time::timeout(PING_TIMEOUT, x.upstream.send(req, Some(obs))).await,
         Ok(Ok(resp)) if resp.status().is_success()

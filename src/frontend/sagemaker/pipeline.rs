@@ -22,6 +22,7 @@ use crate::gateway::core::checks::check_request;
 use crate::gateway::core::{Exchange, InferReply, InferRequest, ModelRef, TensorData};
 use crate::gateway::error::GatewayError;
 use crate::gateway::observe::Observation;
+use crate::gateway::shadow::Mirror;
 use crate::gateway::upstream::Upstream;
 
 /// What every batch of one invocation shares, owned so batches can run on
@@ -30,6 +31,7 @@ use crate::gateway::upstream::Upstream;
 pub struct Job {
     pub route: Arc<Route>,
     pub upstream: Upstream,
+    pub shadow: Option<Mirror>,
     pub obs: Observation,
     pub model: ModelRef,
     pub input: InputSpec,
@@ -42,6 +44,7 @@ impl Job {
         Exchange {
             route: &self.route,
             upstream: &self.upstream,
+            shadow: self.shadow.as_ref(),
             obs: &self.obs,
         }
     }

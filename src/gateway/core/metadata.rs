@@ -7,13 +7,13 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use http::{HeaderMap, Method, StatusCode};
+use http::StatusCode;
 use http_body_util::{BodyExt, Limited};
 use serde::Deserialize;
 
 use super::ModelRef;
 use crate::gateway::error::GatewayError;
-use crate::gateway::upstream::{OutBody, Outgoing, Upstream};
+use crate::gateway::upstream::{Outgoing, Upstream};
 use crate::tensor::DataType;
 
 /// Most bytes of a metadata reply the gateway reads.
@@ -153,12 +153,8 @@ impl MetadataCache {
 }
 
 async fn fetch(upstream: &Upstream, model: &ModelRef) -> Result<ModelMetadata, MetadataError> {
-    let req = Outgoing {
-        method: Method::GET,
-        path: model.path(),
-        headers: HeaderMap::new(),
-        body: OutBody::Empty,
-    };
+    let mut req = Outgoing::get(model.path());
+    req.model = Some(model.name.clone());
     let resp = upstream.send(req, None).await?;
     let status = resp.status();
     let invalid = |detail: String| MetadataError::Invalid {

@@ -20,13 +20,16 @@ pub use request::{InferReply, InferRequest, ModelRef, TensorData};
 
 use crate::config::Route;
 use crate::gateway::observe::Observation;
+use crate::gateway::shadow::Mirror;
 use crate::gateway::upstream::Upstream;
 
 /// One request's place in the gateway, as the core needs it: the route
-/// serving it, that route's backend, and the request's observation.
+/// serving it, the backend chosen for it (one of the route's split), the
+/// route's shadow, and the request's observation.
 #[derive(Clone, Copy, Debug)]
 pub struct Exchange<'a> {
     pub route: &'a Route,
     pub upstream: &'a Upstream,
+    pub shadow: Option<&'a Mirror>,
     pub obs: &'a Observation,
 }

@@ -22,9 +22,10 @@ use bytes::Bytes;
 use http_body::{Body as _, Frame, SizeHint};
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
-use tokio::sync::{OwnedSemaphorePermit, mpsc};
+use tokio::sync::mpsc;
 use tokio::time::Sleep;
 
+use super::Lease;
 use crate::gateway::body::BoxError;
 
 /// Replies at most this long (exact length) are read in the client's task:
@@ -123,8 +124,8 @@ where
     }
 }
 
-/// A backend's reply body. Holds the backend connection slot until the
-/// body ends or is dropped.
+/// A backend's reply body. Holds the replica's lease (its connection slot,
+/// its count of outstanding requests) until the body ends or is dropped.
 #[derive(Debug)]
 pub struct UpstreamBody {
     inner: Inner,
@@ -140,7 +141,7 @@ enum Inner {
 #[derive(Debug)]
 struct Direct {
     body: Idle<Incoming>,
-    slot: Option<OwnedSemaphorePermit>,
+    slot: Option<Lease>,
 }
 
 /// The client's end of a reply moved by a task.
@@ -155,12 +156,7 @@ struct Moved {
 impl UpstreamBody {
     /// Wraps a backend reply body. `slot` is released when the body ends or
     /// is dropped; `on_stall` is told when a stall cuts it.
-    pub fn new<F>(
-        body: Incoming,
-        idle: Duration,
-        slot: Option<OwnedSemaphorePermit>,
-        on_stall: F,
-    ) -> UpstreamBody
+    pub fn new<F>(body: Incoming, idle: Duration, slot: Option<Lease>, on_stall: F) -> UpstreamBody
     where
         F: FnOnce(Stalled) + Send + 'static,
     {
@@ -195,7 +191,7 @@ async fn mover<F: FnOnce(Stalled)>(
     tx: mpsc::Sender<Result<Frame<Bytes>, BoxError>>,
     idle: Duration,
     complete: Arc<AtomicBool>,
-    slot: Option<OwnedSemaphorePermit>,
+    slot: Option<Lease>,
     on_stall: F,
 ) {
     let stalled = loop {

@@ -5,8 +5,9 @@
 //! sent; the client certificate shown when one is configured; ALPN
 //! `http/1.1` only, the one protocol the backend client speaks.
 //!
-//! Every backend pool is built through [`connector`]; nothing else in the
-//! upstream knows about TLS. It never reads a file: the configuration
+//! Every replica's pool is built through [`connector`]; nothing else in
+//! the upstream knows about TLS. Replicas found through DNS are reached as
+//! `http://` and get no TLS. It never reads a file: the configuration
 //! holds the certificates it was loaded with.
 
 use std::future::Future;

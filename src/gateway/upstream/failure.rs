@@ -2,8 +2,6 @@
 //! have reached the backend (and so whether it may be sent again), the
 //! gateway error the client gets, and the detail only the log gets.
 
-use http::Method;
-
 use super::body::{Stalled, StreamStalled};
 use crate::gateway::encoding::DecodeError;
 use crate::gateway::error::GatewayError;
@@ -26,15 +24,14 @@ pub(super) enum Failure {
 }
 
 impl Failure {
-    /// Whether sending the same request again is safe: nothing was sent,
-    /// or the method is idempotent and the connection failed.
-    pub fn retryable(&self, method: &Method) -> bool {
+    /// The `kind` label it is counted under.
+    pub fn kind(&self) -> &'static str {
         match self {
-            Failure::Connect { .. } => true,
-            Failure::Closed { .. } => {
-                matches!(*method, Method::GET | Method::HEAD | Method::OPTIONS)
-            }
-            _ => false,
+            Failure::Connect { .. } => "refused",
+            Failure::ConnectTimeout => "timeout",
+            Failure::Closed { .. } => "reset",
+            Failure::Parse { .. } => "invalid",
+            Failure::Body(_) => "",
         }
     }
 
@@ -143,25 +140,20 @@ mod tests {
     use super::*;
 
     #[test]
-    fn only_unsent_or_idempotent_requests_are_retried() {
+    fn kinds() {
         let connect = Failure::Connect {
             detail: "refused".into(),
         };
         let closed = Failure::Closed {
             detail: "reset".into(),
         };
-        assert!(connect.retryable(&Method::POST));
-        assert!(closed.retryable(&Method::GET));
-        assert!(closed.retryable(&Method::HEAD));
-        assert!(!closed.retryable(&Method::POST));
-        assert!(!closed.retryable(&Method::PUT));
-        assert!(!Failure::ConnectTimeout.retryable(&Method::GET));
-        assert!(
-            !Failure::Parse {
-                detail: String::new()
-            }
-            .retryable(&Method::GET)
-        );
+        assert_eq!(connect.kind(), "refused");
+        assert_eq!(closed.kind(), "reset");
+        assert_eq!(Failure::ConnectTimeout.kind(), "timeout");
+        let parse = Failure::Parse {
+            detail: String::new(),
+        };
+        assert_eq!(parse.kind(), "invalid");
     }
 
     #[test]

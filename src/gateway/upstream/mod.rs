@@ -1,61 +1,122 @@
-//! The pooled HTTP client to one backend: at most `max_connections`
-//! exchanges at once (a slot held until the reply body ends), connect and
-//! response-head timeouts, one retry when it is safe, bounded pauses in
-//! every streamed body ([`body`]), the mapping of failures to gateway
-//! errors (`failure`), and the backend's cached model metadata.
+//! The client to one backend and its replicas. Each replica ([`replica`])
+//! has its own connection pool, at most `max_connections` exchanges at
+//! once (a slot held until the reply body ends) and its health
+//! ([`health`]: active checks in [`check`], passive ejection). A request
+//! goes to the less loaded of two random eligible replicas ([`pick`]) that
+//! have its model ready ([`models`]); when the connection failed before
+//! anything was sent, or the request is safe to repeat, it is sent again
+//! to another replica ([`send`]) within the backend's retry budget
+//! ([`budget`]). DNS backends re-resolve their replicas ([`dns`]). Also
+//! here: connect and response-head timeouts, bounded pauses in every
+//! streamed body ([`body`]), the mapping of failures to gateway errors
+//! (`failure`), the backend's cached model metadata.
 //!
-//! Clients get short, stable error messages naming the backend; the
-//! detail (OS error text, addresses) goes to the log with the request id.
-//! It must never retry a request some of which may have reached the
-//! backend unless its method is idempotent.
+//! Clients get short, stable error messages naming the backend; the detail
+//! (OS error text, replica addresses) goes to the log with the request id.
+//! It must never send again a request some of which may have reached a
+//! replica unless its method is idempotent or its route says its infers
+//! are. Background tasks (checks, DNS) stop when the last clone of the
+//! [`Upstream`] is dropped.
 
 pub mod body;
+mod budget;
+mod check;
 pub mod connector;
+mod dns;
 mod failure;
+mod health;
 pub mod location;
+mod models;
+mod pick;
+mod replica;
+mod send;
+mod set;
 
-use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use bytes::Bytes;
-use http::{HeaderMap, HeaderValue, Method, Request, Response, Uri};
-use hyper_util::client::legacy::Client;
-use hyper_util::rt::{TokioExecutor, TokioTimer};
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use http::{HeaderMap, Method};
+use tokio::sync::Notify;
+use tokio::task::AbortHandle;
 
 pub use body::{Idle, Stalled, StreamCut, StreamStalled, UpstreamBody};
+pub use connector::{Connector, connector};
 pub use failure::error_chain;
+pub use pick::weighted;
+pub use replica::{Lease, Replica};
 
 use super::body::{Body, ChunksBody, empty};
 use super::core::metadata::MetadataCache;
 use super::error::GatewayError;
-use super::observe::{Observation, REQUEST_ID};
-use crate::config::Backend;
-use failure::{Failure, classify};
+use crate::config::{Backend, Replicas};
+use crate::metrics::{Metrics, ReplicaFamilies};
+use budget::Budget;
+use health::now_ms;
+use models::Models;
+use set::ReplicaSet;
 
 /// Models whose metadata one backend's cache keeps.
 const METADATA_ENTRIES: usize = 256;
 
-/// A backend, its connection pool, its slots and its metadata cache.
+/// A backend: its replicas, the models their checks follow, its retry
+/// budget and its metadata cache. Cheap to clone.
 #[derive(Clone, Debug)]
 pub struct Upstream {
     pub backend: Arc<Backend>,
-    client: Client<connector::Connector, Body>,
-    slots: Arc<Semaphore>,
     /// The backend's models' metadata, cached for `metadata_ttl`.
     pub metadata: Arc<MetadataCache>,
-    /// `Host` for every request: the backend URL's authority.
-    host: HeaderValue,
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    backend: Arc<Backend>,
+    set: ReplicaSet,
+    models: Models,
+    budget: Budget,
+    families: Option<ReplicaFamilies>,
+    /// Asks the health checks for a round now.
+    wake: Arc<Notify>,
+    tasks: Mutex<Vec<AbortHandle>>,
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        let tasks = self.tasks.get_mut().unwrap_or_else(|p| p.into_inner());
+        for t in tasks.drain(..) {
+            t.abort();
+        }
+    }
 }
 
 /// A request for the backend.
 #[derive(Debug)]
 pub struct Outgoing {
     pub method: Method,
-    /// The path and query on the backend (its URL's prefix is added).
+    /// The path and query on the backend (a replica URL's prefix is added).
     pub path: String,
     pub headers: HeaderMap,
     pub body: OutBody,
+    /// The model it is for: only replicas with it ready are asked.
+    pub model: Option<String>,
+    /// Safe to send again even if a replica may have read it (idempotent
+    /// methods are, whatever this says).
+    pub idempotent: bool,
+}
+
+impl Outgoing {
+    /// A request with no body, for no model in particular.
+    pub fn get(path: impl Into<String>) -> Outgoing {
+        Outgoing {
+            method: Method::GET,
+            path: path.into(),
+            headers: HeaderMap::new(),
+            body: OutBody::Empty,
+            model: None,
+            idempotent: false,
+        }
+    }
 }
 
 /// A request body. One in hand can be sent again; a stream cannot.
@@ -84,26 +145,58 @@ impl OutBody {
 }
 
 impl Upstream {
+    /// Whether `other` is this same client (a clone of it): what a reload
+    /// keeps for a backend whose settings did not change.
+    pub fn is_same(&self, other: &Upstream) -> bool {
+        Arc::ptr_eq(&self.inner, &other.inner)
+    }
+
+    /// The client to `backend`, without metrics.
     pub fn new(backend: Arc<Backend>) -> Upstream {
-        let client = Client::builder(TokioExecutor::new())
-            .pool_timer(TokioTimer::new())
-            .pool_idle_timeout(backend.pool_idle_timeout)
-            .pool_max_idle_per_host(backend.pool_max_idle_per_host)
-            // A pooled connection found closed before the request was
-            // handed to it is replaced (the default, stated).
-            .retry_canceled_requests(true)
-            .build(connector::connector(&backend));
-        let host = backend
-            .url
-            .authority()
-            .and_then(|a| HeaderValue::from_str(a.as_str()).ok())
-            .unwrap_or(HeaderValue::from_static("localhost"));
+        Upstream::build(backend, None)
+    }
+
+    /// The client to `backend`, its replicas counted in `metrics`.
+    pub fn with_metrics(backend: Arc<Backend>, metrics: &Metrics) -> Upstream {
+        metrics.replicas.init_backend(&backend.name);
+        Upstream::build(backend, Some(metrics.replicas.clone()))
+    }
+
+    fn build(backend: Arc<Backend>, families: Option<ReplicaFamilies>) -> Upstream {
+        let models = Models::new(&backend.models, backend.health.max_checked_models);
+        let replicas = match &backend.replicas {
+            Replicas::Urls(urls) => urls
+                .iter()
+                .map(|u| {
+                    Arc::new(Replica::at_url(
+                        &backend,
+                        u,
+                        models.slots(),
+                        families.as_ref(),
+                    ))
+                })
+                .collect(),
+            Replicas::Dns { .. } => Vec::new(),
+        };
+        if let Some(f) = &families {
+            f.replicas
+                .with_label_values(&[&backend.name])
+                .set(replicas.len() as i64);
+        }
+        let inner = Arc::new(Inner {
+            backend: backend.clone(),
+            set: ReplicaSet::new(replicas),
+            models,
+            budget: Budget::new(&backend.retries),
+            families,
+            wake: Arc::new(Notify::new()),
+            tasks: Mutex::new(Vec::new()),
+        });
+        start_tasks(&inner);
         Upstream {
-            host,
-            slots: Arc::new(Semaphore::new(backend.max_connections.max(1))),
             metadata: Arc::new(MetadataCache::new(backend.metadata_ttl, METADATA_ENTRIES)),
             backend,
-            client,
+            inner,
         }
     }
 
@@ -111,151 +204,31 @@ impl Upstream {
         &self.backend.name
     }
 
-    /// The backend URI for a client's path and query: the backend URL's
-    /// path is a prefix.
-    pub fn uri_for(&self, path_and_query: &str) -> Uri {
-        let base = &self.backend.url;
-        let prefix = base.path().trim_end_matches('/');
-        let joined = if prefix.is_empty() {
-            path_and_query.parse().ok()
-        } else {
-            format!("{prefix}{path_and_query}").parse().ok()
-        };
-        let mut parts = http::uri::Parts::default();
-        parts.scheme = base.scheme().cloned();
-        parts.authority = base.authority().cloned();
-        parts.path_and_query = joined;
-        Uri::from_parts(parts).unwrap_or_else(|_| base.clone())
+    /// The current replicas.
+    pub fn replicas(&self) -> Arc<[Arc<Replica>]> {
+        self.inner.set.snapshot()
     }
 
-    /// Sends a request; returns once the response head has arrived, within
-    /// the backend's request timeout. Waits up to `connect_timeout` for a
-    /// free slot. `obs` (when there is a client request) is told about
-    /// stalls and gives the request id for logs.
-    pub async fn send(
-        &self,
-        mut out: Outgoing,
-        obs: Option<&Observation>,
-    ) -> Result<Response<UpstreamBody>, GatewayError> {
-        let slot = self.slot().await?;
-        let uri = self.uri_for(&out.path);
-        // The client would format the backend's `Host` for every request.
-        if !out.headers.contains_key(http::header::HOST) {
-            out.headers.insert(http::header::HOST, self.host.clone());
-        }
-        let limit = self.backend.request_timeout;
-        let deadline = Instant::now() + limit;
-        let mut retried = false;
-        loop {
-            let mut req = Request::new(out.body.take());
-            *req.method_mut() = out.method.clone();
-            *req.uri_mut() = uri.clone();
-            *req.headers_mut() = if out.body.replayable() && !retried {
-                out.headers.clone()
-            } else {
-                std::mem::take(&mut out.headers)
-            };
-            let sent = tokio::time::timeout_at(deadline.into(), self.client.request(req)).await;
-            let e = match sent {
-                Err(_) => return Err(self.timeout(limit)),
-                Ok(Ok(resp)) => return Ok(self.reply(resp, slot, obs)),
-                Ok(Err(e)) => classify(&e),
-            };
-            let id = request_id(obs, &out.headers);
-            if !retried && out.body.replayable() && e.retryable(&out.method) {
-                tracing::debug!(
-                    backend = self.name(),
-                    request_id = id,
-                    detail = e.detail(),
-                    "retrying a request the backend did not take"
-                );
-                retried = true;
-                continue;
-            }
-            if !matches!(e, Failure::Body(_)) {
-                tracing::warn!(
-                    backend = self.name(),
-                    request_id = id,
-                    detail = e.detail(),
-                    retried,
-                    "backend exchange failed"
-                );
-            }
-            return Err(self.error(e));
-        }
-    }
-
-    /// A slot for one exchange, waited for up to `connect_timeout`.
-    async fn slot(&self) -> Result<OwnedSemaphorePermit, GatewayError> {
-        if let Ok(p) = self.slots.clone().try_acquire_owned() {
-            return Ok(p);
-        }
-        let wait = self.backend.connect_timeout;
-        match tokio::time::timeout(wait, self.slots.clone().acquire_owned()).await {
-            Ok(Ok(p)) => Ok(p),
-            _ => Err(GatewayError::BackendSaturated {
-                backend: self.name().to_owned(),
-                limit: self.backend.max_connections,
-            }),
-        }
-    }
-
-    fn reply(
-        &self,
-        resp: Response<hyper::body::Incoming>,
-        slot: OwnedSemaphorePermit,
-        obs: Option<&Observation>,
-    ) -> Response<UpstreamBody> {
-        let (mut parts, body) = resp.into_parts();
-        location::localize(&self.backend.url, &mut parts.headers);
-        let idle = self.backend.stream_idle_timeout;
-        let backend = self.backend.clone();
-        let obs = obs.cloned();
-        // Only a reply moved by a task can stall unseen; this runs there.
-        let on_stall = move |side| {
-            let id = obs
-                .as_ref()
-                .and_then(|o| o.request_id().to_str().ok())
-                .unwrap_or("");
-            tracing::warn!(
-                backend = backend.name,
-                request_id = id,
-                ?side,
-                seconds = idle.as_secs_f64(),
-                "stream stalled; cut"
-            );
-            if let (Stalled::Backend, Some(o)) = (side, &obs) {
-                o.error(&GatewayError::BackendTimeout {
-                    backend: backend.name.clone(),
-                    seconds: idle.as_secs_f64(),
-                });
-            }
-        };
-        let body = UpstreamBody::new(body, idle, Some(slot), on_stall);
-        Response::from_parts(parts, body)
+    /// Whether some replica takes traffic now, and each of `models` is
+    /// ready on one that does (as far as the checks know).
+    pub fn ready_for(&self, models: &[String]) -> bool {
+        let now = now_ms();
+        let replicas = self.replicas();
+        let eligible: Vec<&Arc<Replica>> =
+            replicas.iter().filter(|r| r.health.eligible(now)).collect();
+        !eligible.is_empty()
+            && models.iter().all(|m| match self.inner.models.peek(m) {
+                None => true,
+                Some(t) => eligible
+                    .iter()
+                    .any(|r| r.model_state(t.slot) != Some(false)),
+            })
     }
 
     pub fn timeout(&self, limit: Duration) -> GatewayError {
         GatewayError::BackendTimeout {
             backend: self.backend.name.clone(),
             seconds: limit.as_secs_f64(),
-        }
-    }
-
-    fn error(&self, f: Failure) -> GatewayError {
-        let backend = self.backend.name.clone();
-        match f {
-            Failure::Connect { detail } => GatewayError::BackendRefused { backend, detail },
-            Failure::ConnectTimeout => GatewayError::BackendTimeout {
-                backend,
-                seconds: self.backend.connect_timeout.as_secs_f64(),
-            },
-            Failure::Closed { detail } => GatewayError::BackendReset { backend, detail },
-            Failure::Parse { detail } => GatewayError::BadBackendResponse {
-                backend,
-                source: Box::new(super::core::backend::ReplyError::Http { detail }),
-            },
-            Failure::Body(e) => e,
         }
     }
 
@@ -276,30 +249,36 @@ impl Upstream {
     }
 }
 
-fn request_id<'a>(obs: Option<&'a Observation>, headers: &'a HeaderMap) -> &'a str {
-    obs.map(Observation::request_id)
-        .or_else(|| headers.get(REQUEST_ID))
-        .and_then(|v: &HeaderValue| v.to_str().ok())
-        .unwrap_or("")
+/// Starts the health checks (when enabled) and DNS resolution (for a DNS
+/// backend) on the current runtime; they hold the upstream weakly and are
+/// aborted when it is dropped. Without a runtime (a unit test building an
+/// upstream in plain code) nothing starts.
+fn start_tasks(inner: &Arc<Inner>) {
+    let Ok(rt) = tokio::runtime::Handle::try_current() else {
+        return;
+    };
+    let mut tasks = Vec::new();
+    let weak = Arc::downgrade(inner);
+    if let Replicas::Dns {
+        name,
+        interval,
+        max_replicas,
+    } = &inner.backend.replicas
+    {
+        let job = dns::Job {
+            name: name.clone(),
+            interval: *interval,
+            max: *max_replicas,
+        };
+        tasks.push(rt.spawn(dns::run(weak.clone(), job)).abort_handle());
+    }
+    if inner.backend.health.enabled {
+        let wake = inner.wake.clone();
+        let interval = inner.backend.health.interval;
+        tasks.push(rt.spawn(check::run(weak, wake, interval)).abort_handle());
+    }
+    *inner.tasks.lock().unwrap_or_else(|p| p.into_inner()) = tasks;
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn upstream(url: &str) -> Upstream {
-        Upstream::new(Arc::new(Backend::new("b", url.parse().unwrap())))
-    }
-
-    #[tokio::test]
-    async fn joins_prefix_and_path() {
-        assert_eq!(
-            upstream("http://127.0.0.1:8000").uri_for("/v2/models/m/infer?x=1"),
-            "http://127.0.0.1:8000/v2/models/m/infer?x=1"
-        );
-        assert_eq!(
-            upstream("http://127.0.0.1:8000/triton/").uri_for("/v2"),
-            "http://127.0.0.1:8000/triton/v2"
-        );
-    }
-}
+mod tests;

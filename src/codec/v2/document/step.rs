@@ -250,8 +250,10 @@ impl DocParser {
             }
         } else {
             self.budget.charge(len, scan.values());
-            let value: Value =
-                serde_json::from_slice(text).map_err(|e| self.syntax(*i, e.to_string()))?;
+            let value: Value = match super::quick::quick_value(text) {
+                Some(value) => value,
+                None => serde_json::from_slice(text).map_err(|e| self.syntax(*i, e.to_string()))?,
+            };
             self.member(level, value)?;
         }
         *i += len;

@@ -168,10 +168,18 @@ async fn send_body(
         path: model.infer_path(),
         headers,
         body: OutBody::Chunks(body.chunks),
+        model: Some(model.name.clone()),
+        idempotent: x.route.retry_infer,
     };
     x.obs.backend_out(len);
     let sent = Instant::now();
-    let resp = x.upstream.send(out, Some(x.obs)).await?;
+    // The shadow's copy goes once the real request has its answer.
+    let copy = x.shadow.and_then(|m| m.copy(&out));
+    let resp = x.upstream.send(out, Some(x.obs)).await;
+    if let Some(copy) = copy {
+        copy.start();
+    }
+    let resp = resp?;
     x.obs.upstream_first_byte(sent.elapsed());
     let (parts, body) = resp.into_parts();
     let body = x.obs.backend_body(body, sent);

@@ -1,0 +1,52 @@
+//! Whether each route can serve now: a route is ready when one of its
+//! backends (with a weight above 0) has a replica taking traffic, and each
+//! model the route lists is ready on such a replica (as far as the health
+//! checks know). What `/readyz` does with this depends on `server.readyz`.
+
+use std::collections::BTreeMap;
+
+use super::upstream::Upstream;
+use crate::config::{Config, Readyz};
+
+/// The routes' readiness.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Readiness {
+    pub mode: Readyz,
+    /// Names of the routes that cannot serve now.
+    pub not_ready: Vec<String>,
+    pub routes: usize,
+}
+
+impl Readiness {
+    /// Whether `/readyz` should answer 200 (draining aside).
+    pub fn ready(&self) -> bool {
+        match self.mode {
+            Readyz::Process => true,
+            Readyz::AnyRoute => self.not_ready.len() < self.routes,
+            Readyz::AllRoutes => self.not_ready.is_empty(),
+        }
+    }
+}
+
+/// Checks every route (nothing when `server.readyz = "process"`).
+pub fn check(config: &Config, upstreams: &BTreeMap<String, Upstream>) -> Readiness {
+    let mode = config.server.readyz;
+    let mut not_ready = Vec::new();
+    if mode != Readyz::Process {
+        for r in &config.routes {
+            let ready = r.split.iter().filter(|w| w.weight > 0).any(|w| {
+                upstreams
+                    .get(&w.backend.name)
+                    .is_some_and(|u| u.ready_for(&r.models))
+            });
+            if !ready {
+                not_ready.push(r.name.clone());
+            }
+        }
+    }
+    Readiness {
+        mode,
+        not_ready,
+        routes: config.routes.len(),
+    }
+}

@@ -1,0 +1,321 @@
+//! Sending one request: the replica is chosen (two random choices among
+//! the eligible ones with the model ready), a connection slot taken, the
+//! request sent; a failure counts against the replica (and may eject it),
+//! and the request goes again — to a replica not tried yet when there is
+//! one — when that is safe, retries are left and the budget allows.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use http::{HeaderMap, HeaderValue, Request, Response, StatusCode, header};
+
+use super::failure::{Failure, classify};
+use super::models::Tracked;
+use super::pick::two_choices;
+use super::{Lease, Outgoing, Replica, Stalled, Upstream, UpstreamBody, location, now_ms};
+use crate::gateway::body::Body;
+use crate::gateway::error::GatewayError;
+use crate::gateway::observe::{Observation, REQUEST_ID};
+use crate::metrics::RETRY_OUTCOMES;
+
+impl Upstream {
+    /// Sends a request; returns once the response head has arrived, within
+    /// the backend's request timeout (retries included). Waits up to
+    /// `connect_timeout` for a free slot on the chosen replica. `obs` (when
+    /// there is a client request) is told about stalls and gives the
+    /// request id for logs.
+    pub async fn send(
+        &self,
+        mut out: Outgoing,
+        obs: Option<&Observation>,
+    ) -> Result<Response<UpstreamBody>, GatewayError> {
+        let backend = &*self.backend;
+        let limit = backend.request_timeout;
+        let deadline = Instant::now() + limit;
+        let replayable = out.body.replayable();
+        let own_host = out.headers.contains_key(header::HOST);
+        let tracked = out.model.as_deref().and_then(|m| self.inner.models.get(m));
+        self.inner.budget.request(now_ms());
+        let replicas = self.inner.set.ready_snapshot(backend.connect_timeout).await;
+        let retries = backend
+            .retries
+            .max
+            .min((replicas.len() as u32).saturating_sub(1).max(1));
+        let mut tried: Vec<usize> = Vec::new();
+        let mut last: Option<GatewayError> = None;
+        loop {
+            let i = match (
+                self.choose(&replicas, tracked.as_deref(), &tried, &out),
+                last,
+            ) {
+                (Ok(i), _) => i,
+                (Err(_), Some(e)) => return Err(e),
+                (Err(e), None) => return Err(e),
+            };
+            tried.push(i);
+            let replica = &replicas[i];
+            let mut lease = Lease::start(replica.clone());
+            lease.hold(replica.slot(backend, backend.connect_timeout).await?);
+            let again = replayable && tried.len() <= retries as usize;
+            let req = request(replica, &mut out, again, own_host);
+            let sent = tokio::time::timeout_at(deadline.into(), replica.client.request(req)).await;
+            let failure = match sent {
+                Err(_) => {
+                    self.failed(replica, "timeout", &replicas);
+                    return Err(self.timeout(limit));
+                }
+                Ok(Ok(resp)) => {
+                    let status = resp.status();
+                    if status.is_server_error() {
+                        self.failed(replica, "5xx", &replicas);
+                    } else {
+                        replica.health.succeeded(now_ms(), &backend.ejection);
+                    }
+                    if status.is_success() && tracked.is_none() {
+                        self.follow(out.model.as_deref(), &replicas);
+                    }
+                    // A followed model this replica says it does not know
+                    // (Triton: 404 once it is unloaded): check now rather
+                    // than at the next round. Stops by itself once the
+                    // check marks it, as the replica then gets none.
+                    if status == StatusCode::NOT_FOUND && tracked.is_some() {
+                        self.inner.wake.notify_one();
+                    }
+                    let unavailable = matches!(
+                        status,
+                        StatusCode::BAD_GATEWAY
+                            | StatusCode::SERVICE_UNAVAILABLE
+                            | StatusCode::GATEWAY_TIMEOUT
+                    );
+                    if again && unavailable && self.safe_to_repeat(&out) && self.retry(obs, &out) {
+                        last = None;
+                        continue;
+                    }
+                    return Ok(self.reply(resp, lease, obs));
+                }
+                Ok(Err(e)) => classify(&e),
+            };
+            if let Failure::Body(e) = failure {
+                return Err(e);
+            }
+            self.failed(replica, failure.kind(), &replicas);
+            let others = replicas.len() > tried.len();
+            let safe = match &failure {
+                Failure::Connect { .. } => true,
+                // Not the same black hole again.
+                Failure::ConnectTimeout => others,
+                Failure::Closed { .. } => self.safe_to_repeat(&out),
+                _ => false,
+            };
+            let id = request_id(obs, &out.headers);
+            if again && safe && self.retry(obs, &out) {
+                tracing::debug!(
+                    backend = self.name(),
+                    replica = replica.label,
+                    request_id = id,
+                    detail = failure.detail(),
+                    "sending again a request the replica did not take"
+                );
+                last = Some(self.error(failure));
+                continue;
+            }
+            tracing::warn!(
+                backend = self.name(),
+                replica = replica.label,
+                request_id = id,
+                detail = failure.detail(),
+                attempts = tried.len(),
+                "backend exchange failed"
+            );
+            return Err(self.error(failure));
+        }
+    }
+
+    /// The replica for the next attempt: an eligible one with the model
+    /// ready, not tried yet if there is one.
+    fn choose(
+        &self,
+        replicas: &[Arc<Replica>],
+        tracked: Option<&Tracked>,
+        tried: &[usize],
+        out: &Outgoing,
+    ) -> Result<usize, GatewayError> {
+        let now = now_ms();
+        let n = replicas.len();
+        let load = |i: usize| replicas[i].in_flight();
+        let healthy = |i: usize| {
+            let r = &replicas[i];
+            r.health.show(now, r.series.as_ref());
+            r.health.eligible(now)
+        };
+        let serves =
+            |i: usize| tracked.is_none_or(|t| replicas[i].model_state(t.slot) != Some(false));
+        let fresh = two_choices(n, |i| !tried.contains(&i) && healthy(i) && serves(i), load);
+        if let Some(i) = fresh.or_else(|| two_choices(n, |i| healthy(i) && serves(i), load)) {
+            return Ok(i);
+        }
+        let retry_after = self.backend.health.interval.as_secs_f64().ceil().max(1.0) as u64;
+        let backend = self.backend.name.clone();
+        match (tracked, (0..n).any(healthy)) {
+            (Some(_), true) => Err(GatewayError::ModelNotReady {
+                backend,
+                model: out.model.clone().unwrap_or_default(),
+                retry_after,
+            }),
+            _ => Err(GatewayError::NoHealthyReplica {
+                backend,
+                retry_after,
+            }),
+        }
+    }
+
+    /// Whether the request may be sent again although a replica may have
+    /// read it.
+    fn safe_to_repeat(&self, out: &Outgoing) -> bool {
+        use http::Method;
+        out.idempotent || matches!(out.method, Method::GET | Method::HEAD | Method::OPTIONS)
+    }
+
+    /// Takes a retry from the budget; counts the outcome.
+    fn retry(&self, obs: Option<&Observation>, out: &Outgoing) -> bool {
+        let granted = self.inner.budget.try_retry(now_ms());
+        if let Some(f) = &self.inner.families {
+            let outcome = RETRY_OUTCOMES[usize::from(!granted)];
+            f.retries.with_label_values(&[self.name(), outcome]).inc();
+        }
+        if !granted {
+            tracing::warn!(
+                backend = self.name(),
+                request_id = request_id(obs, &out.headers),
+                "retry budget spent: not sending again"
+            );
+        }
+        granted
+    }
+
+    /// Counts a failed exchange against `replica`, ejecting it when its
+    /// failures in a row reach the threshold — unless no other replica
+    /// would be left to take traffic.
+    fn failed(&self, replica: &Arc<Replica>, kind: &'static str, replicas: &[Arc<Replica>]) {
+        replica.count_error(kind);
+        let cfg = &self.backend.ejection;
+        if !replica.health.failed(cfg) {
+            return;
+        }
+        let now = now_ms();
+        let others = replicas
+            .iter()
+            .any(|r| !Arc::ptr_eq(r, replica) && r.health.eligible(now));
+        if !others {
+            return;
+        }
+        let Some(time) = replica.health.eject(now, cfg) else {
+            return;
+        };
+        if let Some(s) = &replica.series {
+            s.ejections.inc();
+        }
+        replica.health.show(now, replica.series.as_ref());
+        tracing::warn!(
+            backend = self.name(),
+            replica = replica.label,
+            failures = cfg.after,
+            seconds = time.as_secs_f64(),
+            "replica ejected after failing requests in a row"
+        );
+    }
+
+    /// Starts checking `model` (a default route's) after a first success.
+    fn follow(&self, model: Option<&str>, replicas: &[Arc<Replica>]) {
+        let Some(model) = model.filter(|_| self.backend.health.enabled) else {
+            return;
+        };
+        let Some((t, reused)) = self.inner.models.follow(model) else {
+            return;
+        };
+        if reused {
+            for r in replicas {
+                r.set_model(t.slot, None);
+            }
+        }
+        self.inner.wake.notify_one();
+    }
+
+    fn reply(
+        &self,
+        resp: Response<hyper::body::Incoming>,
+        lease: Lease,
+        obs: Option<&Observation>,
+    ) -> Response<UpstreamBody> {
+        let (mut parts, body) = resp.into_parts();
+        location::localize(&lease.replica.base, &mut parts.headers);
+        let idle = self.backend.stream_idle_timeout;
+        let backend = self.backend.clone();
+        let obs = obs.cloned();
+        // Only a reply moved by a task can stall unseen; this runs there.
+        let on_stall = move |side| {
+            let id = obs
+                .as_ref()
+                .and_then(|o| o.request_id().to_str().ok())
+                .unwrap_or("");
+            tracing::warn!(
+                backend = backend.name,
+                request_id = id,
+                ?side,
+                seconds = idle.as_secs_f64(),
+                "stream stalled; cut"
+            );
+            if let (Stalled::Backend, Some(o)) = (side, &obs) {
+                o.error(&GatewayError::BackendTimeout {
+                    backend: backend.name.clone(),
+                    seconds: idle.as_secs_f64(),
+                });
+            }
+        };
+        let body = UpstreamBody::new(body, idle, Some(lease), on_stall);
+        Response::from_parts(parts, body)
+    }
+
+    fn error(&self, f: Failure) -> GatewayError {
+        let backend = self.backend.name.clone();
+        match f {
+            Failure::Connect { detail } => GatewayError::BackendRefused { backend, detail },
+            Failure::ConnectTimeout => GatewayError::BackendTimeout {
+                backend,
+                seconds: self.backend.connect_timeout.as_secs_f64(),
+            },
+            Failure::Closed { detail } => GatewayError::BackendReset { backend, detail },
+            Failure::Parse { detail } => GatewayError::BadBackendResponse {
+                backend,
+                source: Box::new(crate::gateway::core::backend::ReplyError::Http { detail }),
+            },
+            Failure::Body(e) => e,
+        }
+    }
+}
+
+/// The request for one attempt on `replica`. The headers are copied when
+/// another attempt may follow, else moved.
+fn request(replica: &Replica, out: &mut Outgoing, again: bool, own_host: bool) -> Request<Body> {
+    let mut req = Request::new(out.body.take());
+    *req.method_mut() = out.method.clone();
+    *req.uri_mut() = replica.uri_for(&out.path);
+    let mut headers = if again {
+        out.headers.clone()
+    } else {
+        std::mem::take(&mut out.headers)
+    };
+    // The client would format the replica's `Host` for every request.
+    if !own_host {
+        headers.insert(header::HOST, replica.host().clone());
+    }
+    *req.headers_mut() = headers;
+    req
+}
+
+fn request_id<'a>(obs: Option<&'a Observation>, headers: &'a HeaderMap) -> &'a str {
+    obs.map(Observation::request_id)
+        .or_else(|| headers.get(REQUEST_ID))
+        .and_then(|v: &HeaderValue| v.to_str().ok())
+        .unwrap_or("")
+}
