@@ -2,8 +2,9 @@
 # The whole test suite, as CI runs it:
 #   1. cargo fmt --check, clippy -D warnings, and the dependency policy
 #      (scripts/deny.sh: licenses, sources, duplicate versions);
-#   2. a real Triton 2.51 and a KServe 0.21 server started on 127.0.0.1
-#      (scripts/triton-backend.sh, scripts/kserve-backend.sh), then every
+#   2. a real Triton 2.51, two more Tritons as replicas of one backend
+#      (scripts/triton-pair.sh) and a KServe 0.21 server started on
+#      127.0.0.1 (scripts/triton-backend.sh, scripts/kserve-backend.sh), then every
 #      cargo test: unit, integration against the embedded demo and scripted
 #      backends, and conformance against the real servers;
 #   3. promtool on a real /metrics scrape after traffic;
@@ -35,6 +36,7 @@ bash scripts/deny.sh
 stop_backends() {
   bash "$ROOT/scripts/triton-backend.sh" stop >/dev/null 2>&1 || true
   bash "$ROOT/scripts/kserve-backend.sh" stop >/dev/null 2>&1 || true
+  bash "$ROOT/scripts/triton-pair.sh" stop >/dev/null 2>&1 || true
 }
 trap stop_backends EXIT
 
@@ -44,6 +46,13 @@ if out=$(bash scripts/triton-backend.sh start); then
   export TENSORGATE_TRITON_URL
 else
   echo "Triton did not start" >&2
+  [ -n "${CI:-}" ] && exit 1
+fi
+if out=$(bash scripts/triton-pair.sh start); then
+  eval "$out"
+  export TENSORGATE_TRITON_URLS
+else
+  echo "the Triton pair (replica tests) did not start" >&2
   [ -n "${CI:-}" ] && exit 1
 fi
 if out=$(bash scripts/kserve-backend.sh start); then
