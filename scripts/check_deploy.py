@@ -74,6 +74,8 @@ KNOWN_METRICS = {
     "tensorgate_retries_total": "counter",
     "tensorgate_shadow_duration_seconds": "histogram",
     "tensorgate_shadow_requests_total": "counter",
+    "tensorgate_config_reloads_total": "counter",
+    "tensorgate_config_hash": "gauge",
     "process_cpu_seconds_total": "counter",
     "process_resident_memory_bytes": "gauge",
     "process_virtual_memory_bytes": "gauge",
@@ -278,6 +280,34 @@ def check_kustomization(doc: dict, kdir: str, deploy_dir: str, rep: Report,
 
 # ----------------------------------------------------------------------------- checks
 
+def check_config_files(err, dname: str, gw: dict, cfg_dir: str, server: dict, backends: dict,
+                       routes: list) -> None:
+    """Files the config names (TLS, API keys) must be in a directory mount of the gateway (a
+    subPath mount never sees an update, so a renewed certificate would never be reloaded), and no
+    gateway mount may lie inside another (the kubelet rewrites each volume's directory)."""
+    mounts = [m for m in gw.get("volumeMounts") or [] if m.get("mountPath")]
+    for a in mounts:
+        for b in mounts:
+            if a is not b:
+                err(not b["mountPath"].startswith(a["mountPath"].rstrip("/") + "/"),
+                    f"{dname}: {GATEWAY_CONTAINER} mount {b['mountPath']} is inside mount {a['mountPath']}")
+    named = []
+    tls = server.get("tls") or {}
+    named += [(f"[server.tls].{k}", tls[k]) for k in ("cert_file", "key_file", "client_ca_file") if k in tls]
+    for bname, b in backends.items():
+        named += [(f"backends.{bname}.{k}", b[k]) for k in ("tls_ca_file", "tls_cert_file", "tls_key_file")
+                  if k in b]
+    for r in routes:
+        auth = r.get("auth") or {}
+        if "keys_file" in auth:
+            named.append((f"route {r.get('name')!r} auth.keys_file", auth["keys_file"]))
+    for what, path in named:
+        path = path if os.path.isabs(path) else os.path.normpath(os.path.join(cfg_dir, path))
+        inside = [m for m in mounts if path.startswith(m["mountPath"].rstrip("/") + "/")]
+        err(bool(inside) and not any(m.get("subPath") for m in inside),
+            f"{dname}: config {what} {path} is not in a directory mount of {GATEWAY_CONTAINER}")
+
+
 def check_variant(v: Variant, rep: Report) -> None:
     def err(ok: bool, msg: str) -> bool:
         return rep.check(ok, f"[{v.label}] {msg}")
@@ -470,6 +500,7 @@ def check_variant(v: Variant, rep: Report) -> None:
                 err(r.get("backend") in backends,
                     f"config route {r.get('name')!r} uses unknown backend {r.get('backend')!r}")
             err(sum(1 for r in routes if r.get("default")) <= 1, "config: more than one default route")
+            check_config_files(err, dname, gw, os.path.dirname(cfg_path), server, backends, routes)
 
     # --- scrape annotations
     err(pod_ann.get("prometheus.io/scrape") == "true", f"{dname}: annotation prometheus.io/scrape must be \"true\"")

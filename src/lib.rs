@@ -17,6 +17,8 @@ pub mod demo;
 pub mod frontend;
 pub mod gateway;
 pub mod metrics;
+pub mod reload;
 pub mod rules;
 pub mod server;
 pub mod tensor;
+pub mod tls;

@@ -6,8 +6,9 @@ use std::process::ExitCode;
 
 use clap::Parser;
 use tensorgate::cli::{Cli, Command, LogFormat, ServeArgs, debug};
-use tensorgate::config::{self, Config, DEFAULT_ADMIN_LISTEN, DEFAULT_LISTEN};
+use tensorgate::config::{Config, DEFAULT_ADMIN_LISTEN, DEFAULT_LISTEN};
 use tensorgate::gateway::access;
+use tensorgate::reload::{self, Loader, Overrides, Source};
 
 /// mimalloc: per-thread free lists, no arena lock on the request path
 /// (measured with scripts/bench-proxy.sh; see docs/PERFORMANCE.md).
@@ -59,10 +60,10 @@ fn init_logging(format: LogFormat) {
 }
 
 fn check_config(file: &std::path::Path) -> ExitCode {
-    match config::load_file(file) {
-        Ok(c) => {
+    match reload::load_file(file) {
+        Ok((c, hash)) => {
             println!(
-                "{}: ok ({} backends, {} routes)",
+                "{}: ok ({} backends, {} routes, hash {hash})",
                 file.display(),
                 c.backends.len(),
                 c.routes.len()
@@ -125,17 +126,19 @@ fn serve(args: ServeArgs) -> ExitCode {
 }
 
 async fn run(args: ServeArgs) -> Result<(), String> {
+    // Before anything listens: a SIGHUP's default action ends the process.
+    let hangups = hangups();
     let mut demo = None;
-    let mut config = match (&args.config, args.backend.as_slice()) {
-        (Some(path), _) => {
-            config::load_file(path).map_err(|e| format!("{}:\n{e}", path.display()))?
-        }
-        (None, urls @ [_, ..]) => Config::single_backend(
-            urls,
-            args.listen.unwrap_or(DEFAULT_LISTEN),
-            args.admin_listen.unwrap_or(DEFAULT_ADMIN_LISTEN),
-        )
-        .map_err(|e| format!("--backend {}: {e}", urls.join(" --backend ")))?,
+    let source = match (&args.config, args.backend.as_slice()) {
+        (Some(path), _) => Source::File(path.clone()),
+        (None, urls @ [_, ..]) => Source::Fixed(Box::new(
+            Config::single_backend(
+                urls,
+                args.listen.unwrap_or(DEFAULT_LISTEN),
+                args.admin_listen.unwrap_or(DEFAULT_ADMIN_LISTEN),
+            )
+            .map_err(|e| format!("--backend {}: {e}", urls.join(" --backend ")))?,
+        )),
         (None, []) => {
             let server = tensorgate::demo::spawn()
                 .await
@@ -147,28 +150,47 @@ async fn run(args: ServeArgs) -> Result<(), String> {
             )
             .map_err(|e| format!("demo configuration: {e}"))?;
             demo = Some(server);
-            c
+            Source::Fixed(Box::new(c))
         }
     };
-    if let Some(listen) = args.listen {
-        config.server.listen = listen;
-    }
-    if let Some(admin) = args.admin_listen {
-        config.server.admin_listen = admin;
-    }
-    let running = tensorgate::server::start(config)
-        .await
-        .map_err(|e| format!("cannot listen: {e}"))?;
+    let loader = Loader {
+        source,
+        overrides: Overrides {
+            listen: args.listen,
+            admin_listen: args.admin_listen,
+            tls: args.tls_cert.clone().zip(args.tls_key.clone()),
+        },
+    };
+    let loaded = loader.load().map_err(|e| match &args.config {
+        Some(path) => format!("{}:\n{e}", path.display()),
+        None => e.to_string(),
+    })?;
+    // The hash is in the metrics before the admin port answers.
+    let metrics = tensorgate::metrics::Metrics::new().map_err(|e| format!("metrics: {e}"))?;
+    metrics.config_hash.set(loaded.hash as f64);
+    let bind = |addr| async move {
+        tokio::net::TcpListener::bind(addr)
+            .await
+            .map_err(|e| format!("cannot listen on {addr}: {e}"))
+    };
+    let data = bind(loaded.config.server.listen).await?;
+    let admin = bind(loaded.config.server.admin_listen).await?;
+    let running = tensorgate::server::start_with_metrics(loaded.config, data, admin, metrics)
+        .map_err(|e| format!("cannot start: {e}"))?;
     if demo.is_some() {
-        print_demo_banner(running.data_addr, running.admin_addr);
+        print_demo_banner(running.data_addr, running.admin_addr, running.tls.is_some());
     }
+    let reloader = reload::Reloader::new(loader, &running, loaded.hash);
+    let reloads = reload::spawn(reloader, loaded.files, reload::POLL_INTERVAL);
     let stop = running.stopper();
     tokio::spawn(async move {
         wait_for_signal().await;
         tracing::info!("shutdown signal received");
         let _ = stop.send(true);
     });
+    let hangups = tokio::spawn(forward_hangups(hangups, reloads));
     running.wait().await;
+    hangups.abort();
     access::flush(std::time::Duration::from_secs(2));
     if let Some(demo) = demo {
         let _ = demo.shutdown().await;
@@ -176,13 +198,54 @@ async fn run(args: ServeArgs) -> Result<(), String> {
     Ok(())
 }
 
-fn print_demo_banner(data: SocketAddr, admin: SocketAddr) {
+fn print_demo_banner(data: SocketAddr, admin: SocketAddr, tls: bool) {
     let body = r#"{"inputs":[{"name":"INPUT0","shape":[1,16],"datatype":"INT32","data":[1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16]},{"name":"INPUT1","shape":[1,16],"datatype":"INT32","data":[1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1]}]}"#;
+    let (scheme, curl) = if tls {
+        ("https", "curl -s --cacert CA.pem")
+    } else {
+        ("http", "curl -s")
+    };
     println!(
-        "tensorgate demo: gateway on http://{data} (admin http://{admin}) in front of the built-in demo backend"
+        "tensorgate demo: gateway on {scheme}://{data} (admin http://{admin}) in front of the built-in demo backend"
     );
     println!("try:");
-    println!("  curl -s http://{data}/v2/models/simple/infer -d '{body}'");
+    println!("  {curl} {scheme}://{data}/v2/models/simple/infer -d '{body}'");
+}
+
+/// SIGHUP, caught from now on (`None` where there is no such signal or it
+/// cannot be caught).
+#[cfg(unix)]
+type Hangups = Option<tokio::signal::unix::Signal>;
+#[cfg(not(unix))]
+type Hangups = Option<()>;
+
+fn hangups() -> Hangups {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        let hup = signal(SignalKind::hangup());
+        if let Err(e) = &hup {
+            tracing::warn!(error = %e, "cannot catch SIGHUP; reloads happen on file changes only");
+        }
+        hup.ok()
+    }
+    #[cfg(not(unix))]
+    None
+}
+
+/// Reloads the configuration on every SIGHUP (`kill -HUP <pid>`), for as
+/// long as `reloads` runs.
+async fn forward_hangups(hangups: Hangups, reloads: reload::Handle) {
+    #[cfg(unix)]
+    if let Some(mut hup) = hangups {
+        while hup.recv().await.is_some() {
+            tracing::info!("SIGHUP received: reloading the configuration");
+            reloads.request();
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = (hangups, &reloads);
+    std::future::pending::<()>().await
 }
 
 async fn wait_for_signal() {

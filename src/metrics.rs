@@ -115,6 +115,11 @@ pub struct Metrics {
     pub in_flight: IntGaugeVec,
     /// Access-log lines dropped because the writer fell behind.
     pub access_log_dropped: prometheus::IntCounter,
+    /// Configuration reloads by `result` (`success`, `failure`).
+    pub config_reloads: IntCounterVec,
+    /// The hash of the configuration file in force (53 bits, exact as a
+    /// float); 0 when the configuration came from no file.
+    pub config_hash: prometheus::Gauge,
     /// Replicas, retries, DNS and shadow traffic.
     pub replicas: ReplicaFamilies,
     /// Requests whose key matched, by route and key name.
@@ -268,6 +273,26 @@ impl Metrics {
                 r.register(Box::new(c.clone()))?;
                 c
             },
+            config_reloads: {
+                let c = counter(
+                    r,
+                    "tensorgate_config_reloads_total",
+                    "Configuration reloads (SIGHUP or a changed file), by result: success or failure (the running configuration was kept).",
+                    &["result"],
+                )?;
+                for result in ["success", "failure"] {
+                    c.with_label_values(&[result]);
+                }
+                c
+            },
+            config_hash: {
+                let g = prometheus::Gauge::new(
+                    "tensorgate_config_hash",
+                    "Hash of the configuration file in force (what `tensorgate check-config` prints); 0 without a file.",
+                )?;
+                r.register(Box::new(g.clone()))?;
+                g
+            },
             replicas: ReplicaFamilies::register(r)?,
         })
     }
@@ -320,6 +345,15 @@ impl Metrics {
                 }
             }
         }
+    }
+
+    /// Drops the resolved route series (the series stay registered): after
+    /// a reload a route may have other backends.
+    pub fn forget_routes(&self) {
+        self.routes
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .clear();
     }
 
     /// The resolved series of `route` (whose backends are `backends`, in

@@ -78,6 +78,14 @@ pub struct ServeArgs {
     /// checks).
     #[arg(long, value_name = "URL", conflicts_with = "config")]
     pub backend: Vec<String>,
+    /// TLS on the data port with this certificate chain (PEM, leaf first);
+    /// overrides `server.tls.cert_file`. Needs --tls-key. Reloaded when
+    /// the file changes.
+    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+    /// The private key of --tls-cert (PEM); overrides `server.tls.key_file`.
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
     /// Log format.
     #[arg(long, value_enum, default_value_t = LogFormat::Pretty, env = "TENSORGATE_LOG_FORMAT")]
     pub log_format: LogFormat,

@@ -33,6 +33,9 @@ pub struct Backend {
     /// How long fetched model metadata is cached. Without a cache every
     /// request that needs metadata costs a backend round trip.
     pub metadata_ttl: Duration,
+    /// For an `https://` URL: the CAs, client certificate and server name
+    /// (all optional).
+    pub tls: super::BackendTls,
     /// Active checks of each replica and of the models it serves.
     pub health: HealthChecks,
     /// Passive ejection of replicas that keep failing.
@@ -183,6 +186,7 @@ impl Backend {
             max_connections: 256,
             stream_idle_timeout: Duration::from_secs(60),
             metadata_ttl: Duration::from_secs(10),
+            tls: super::BackendTls::default(),
             health: HealthChecks {
                 enabled: several,
                 ..HealthChecks::default()
@@ -200,28 +204,41 @@ impl Backend {
             Replicas::Dns { .. } => None,
         }
     }
+
+    /// Whether the backend is reached over TLS: its URLs are `https://`
+    /// (validation makes every URL of a backend use one scheme; a DNS
+    /// backend is reached over cleartext HTTP).
+    pub fn is_https(&self) -> bool {
+        self.first_url().is_some_and(is_https)
+    }
 }
 
-/// Checks a backend URL: `http://host:port` with an optional path prefix,
-/// no query. The file loader and `--backend` both use this.
+/// Checks a backend URL: `http://host:port` or `https://host:port` with an
+/// optional path prefix, no query. The file loader and `--backend` both
+/// use this.
 pub fn parse_url(text: &str) -> Result<http::Uri, String> {
     // `http::Uri` lets some characters RFC 3986 does not allow (`\`, `"`,
     // `{`, ...) through; a backend URL has no use for them.
     let uri_char = |b: u8| b.is_ascii_alphanumeric() || b"-._~:/?#[]@!$&'()*+,;=%".contains(&b);
+    let bad = || format!("{text:?} is not an http://host:port or https://host:port URL");
     if !text.bytes().all(uri_char) {
-        return Err(format!("{text:?} is not an http://host:port URL"));
+        return Err(bad());
     }
     match text.parse::<http::Uri>() {
         Ok(u)
-            if u.scheme_str() == Some("http") && u.authority().is_some() && u.query().is_none() =>
+            if matches!(u.scheme_str(), Some("http" | "https"))
+                && u.authority().is_some()
+                && u.query().is_none() =>
         {
             Ok(u)
         }
-        Ok(u) if u.scheme_str() == Some("https") => Err(format!(
-            "{text:?}: https backends are not supported; use http:// (a sidecar or mesh terminates TLS)"
-        )),
-        _ => Err(format!("{text:?} is not an http://host:port URL")),
+        _ => Err(bad()),
     }
+}
+
+/// Whether `url` is an `https://` URL.
+pub fn is_https(url: &http::Uri) -> bool {
+    url.scheme() == Some(&http::uri::Scheme::HTTPS)
 }
 
 /// Checks a DNS name to resolve: `host:port`, the host a DNS name of
@@ -258,7 +275,9 @@ mod tests {
             parse_url("http://127.0.0.1:8001/triton").unwrap(),
             "http://127.0.0.1:8001/triton"
         );
-        assert!(parse_url("https://x:1").unwrap_err().contains("https"));
+        assert_eq!(parse_url("https://x:1/p").unwrap(), "https://x:1/p");
+        assert!(is_https(&parse_url("https://x").unwrap()));
+        assert!(!is_https(&parse_url("http://x").unwrap()));
         for bad in [
             "ftp://x",
             "http://x:1/?q=1",
@@ -269,7 +288,7 @@ mod tests {
             assert!(
                 parse_url(bad)
                     .unwrap_err()
-                    .contains("is not an http://host:port URL"),
+                    .contains("is not an http://host:port or https://host:port URL"),
                 "{bad}"
             );
         }

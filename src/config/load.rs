@@ -6,8 +6,8 @@ use super::raw;
 use super::validate;
 use super::{Config, ConfigError, ConfigErrors};
 
-/// Reads and validates a configuration file. Files it names (key files)
-/// are read relative to its directory.
+/// Reads and validates a configuration file. Files it names (TLS
+/// certificates and keys, key files) are read relative to its directory.
 pub fn load_file(path: &Path) -> Result<Config, ConfigErrors> {
     let text = std::fs::read_to_string(path).map_err(|e| {
         let message = format!("cannot read {}: {e}", path.display());
@@ -17,8 +17,8 @@ pub fn load_file(path: &Path) -> Result<Config, ConfigErrors> {
     from_str_in(&text, Some(dir))
 }
 
-/// Parses and validates configuration text; files it names (key files) are
-/// read relative to the current directory.
+/// Parses and validates configuration text; files it names (TLS files,
+/// key files) are read relative to the current directory.
 pub fn from_str(text: &str) -> Result<Config, ConfigErrors> {
     from_str_in(text, None)
 }

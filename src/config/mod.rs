@@ -20,9 +20,11 @@ mod load;
 mod raw;
 mod route;
 mod server;
+mod tls;
 mod validate;
 
 use std::collections::BTreeMap;
+use std::path::PathBuf;
 use std::sync::Arc;
 
 pub use access::{Rate, RateLimit, Rates, RouteAuth};
@@ -32,6 +34,7 @@ pub use frontends::{DecthingsRoute, MultipleTensors, SageMakerOutput, SageMakerR
 pub use load::{from_str, from_str_in, load_file};
 pub use route::{Control, Route, Shadow, Weighted, WireFormat};
 pub use server::{DEFAULT_ADMIN_LISTEN, DEFAULT_LISTEN, Limits, Readyz, ServerConfig};
+pub use tls::{BackendTls, ClientAuth, Identity, PemFile, ServerTls, ServerTlsFiles};
 
 /// The whole, validated configuration.
 #[derive(Clone, Debug)]
@@ -55,6 +58,41 @@ impl Config {
     /// The route for requests that name no model (`/v2`, health, repository).
     pub fn default_route(&self) -> Option<&Arc<Route>> {
         self.routes.iter().find(|r| r.default)
+    }
+
+    /// Every file this configuration was read from besides the
+    /// configuration file itself (TLS files, key files), with its contents
+    /// as read when they are kept: what a reload must watch, since a change
+    /// to any of them changes the configuration (a rotated certificate, a
+    /// rotated key file).
+    pub fn files_read(&self) -> Vec<(PathBuf, Option<Arc<[u8]>>)> {
+        let mut pems: Vec<&PemFile> = Vec::new();
+        if let Some(tls) = &self.server.tls {
+            pems.extend([&tls.cert, &tls.key]);
+            pems.extend(&tls.client_ca);
+        }
+        for b in self.backends.values() {
+            pems.extend(&b.tls.ca);
+            if let Some(id) = &b.tls.identity {
+                pems.extend([&id.cert, &id.key]);
+            }
+        }
+        let mut files: Vec<(PathBuf, Option<Arc<[u8]>>)> = pems
+            .into_iter()
+            .map(|f| (f.path.clone(), Some(f.pem.clone())))
+            .collect();
+        // Key files: their contents are not kept (only digests), so the
+        // watcher reads them when it starts watching. A rotated key file (a
+        // Secret update) reloads the configuration, which reads the keys.
+        files.extend(
+            self.routes
+                .iter()
+                .filter_map(|r| r.auth.as_ref())
+                .map(|a| (a.keys_file.clone(), None)),
+        );
+        files.sort_by(|a, b| a.0.cmp(&b.0));
+        files.dedup_by(|a, b| a.0 == b.0);
+        files
     }
 }
 

@@ -50,6 +50,9 @@ pub struct ServerConfig {
     pub drain_delay: Duration,
     /// What `/readyz` reports besides draining.
     pub readyz: Readyz,
+    /// `[server.tls]`: TLS on the data port (the admin port stays plain
+    /// HTTP). Without it the data port speaks cleartext HTTP/1 and h2c.
+    pub tls: Option<super::ServerTls>,
 }
 
 /// `server.readyz`: what the admin port's `/readyz` answers 200 for.
@@ -95,6 +98,7 @@ impl Default for ServerConfig {
             queue_timeout: Duration::from_secs(5),
             body_total_timeout: Duration::from_secs(300),
             drain_delay: Self::default_drain_delay(shutdown_grace),
+            tls: None,
             readyz: Readyz::default(),
         }
     }

@@ -26,6 +26,9 @@ mod infer;
 mod models;
 mod respond;
 mod routes;
+mod tls;
+
+pub use tls::{serve_tls, spawn_tls};
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -100,16 +103,22 @@ pub async fn spawn() -> io::Result<DemoServer> {
     })
 }
 
+/// The demo's HTTP/1.1 and HTTP/2 connection settings.
+fn connection_builder() -> auto::Builder<TokioExecutor> {
+    let mut builder = auto::Builder::new(TokioExecutor::new());
+    // Triton sends no Date header.
+    builder.http1().auto_date_header(false);
+    builder.http2().auto_date_header(false);
+    builder
+}
+
 /// Serves HTTP/1.1 and h2c on `listener` until `shutdown` resolves, then
 /// drains open connections for up to [`DRAIN_TIMEOUT`].
 pub async fn serve(
     listener: TcpListener,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> io::Result<()> {
-    let mut builder = auto::Builder::new(TokioExecutor::new());
-    // Triton sends no Date header.
-    builder.http1().auto_date_header(false);
-    builder.http2().auto_date_header(false);
+    let builder = connection_builder();
     let graceful = GracefulShutdown::new();
     tokio::pin!(shutdown);
     loop {

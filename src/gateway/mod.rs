@@ -14,6 +14,7 @@ pub mod encoding;
 pub mod error;
 pub mod guard;
 pub mod headers;
+pub mod live;
 pub mod observe;
 pub mod passthrough;
 pub mod readiness;
@@ -43,7 +44,9 @@ use error::GatewayError;
 use observe::{Observation, Start, ensure_request_id};
 use upstream::Upstream;
 
-/// State shared by every request.
+/// State shared by every request: one configuration and what was built
+/// from it. Replaced whole on a reload ([`live`]); a request keeps the one
+/// it started with.
 #[derive(Debug)]
 pub struct Shared {
     pub config: Config,
@@ -60,14 +63,36 @@ pub struct Shared {
     limits: guard::Table,
 }
 
-/// One client per backend of `config`, its replicas counted in `metrics`.
-/// An upstream's background tasks (health checks, DNS) stop when it is
-/// dropped.
-pub fn upstreams(config: &Config, metrics: &Metrics) -> BTreeMap<String, Upstream> {
+/// One client per backend of `config`, its replicas counted in `metrics`;
+/// the client of a backend whose settings are the same in `before` is
+/// taken over (with its pools, replica states and background tasks), and
+/// counted in `kept`. An upstream's background tasks (health checks, DNS)
+/// stop when it is dropped.
+fn upstreams(
+    config: &Config,
+    metrics: &Metrics,
+    before: Option<&BTreeMap<String, Upstream>>,
+    kept: &mut Kept,
+) -> BTreeMap<String, Upstream> {
     config
         .backends
         .iter()
-        .map(|(name, b)| (name.clone(), Upstream::with_metrics(b.clone(), metrics)))
+        .map(|(name, b)| {
+            let same = before
+                .and_then(|u| u.get(name))
+                .filter(|u| *u.backend == **b);
+            let upstream = match same {
+                Some(u) => {
+                    kept.upstreams += 1;
+                    u.clone()
+                }
+                None => {
+                    kept.rebuilt += 1;
+                    Upstream::with_metrics(b.clone(), metrics)
+                }
+            };
+            (name.clone(), upstream)
+        })
         .collect()
 }
 
@@ -90,10 +115,21 @@ pub fn shadows(
         .collect()
 }
 
-/// The gateway service. Cheap to clone.
+/// The gateway service for one configuration. Cheap to clone.
 #[derive(Clone, Debug)]
 pub struct Gateway {
     shared: Arc<Shared>,
+}
+
+/// What a reconfigured gateway took over from the one before.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Kept {
+    /// Backends whose upstream (pool, slots, metadata cache) was kept.
+    pub upstreams: usize,
+    /// Backends built anew (new or changed).
+    pub rebuilt: usize,
+    /// Whether the request slots were kept (limits unchanged).
+    pub admission: bool,
 }
 
 impl Gateway {
@@ -104,30 +140,71 @@ impl Gateway {
     /// A gateway whose rate limits use the buckets of `registry`: a gateway
     /// built for a reloaded configuration with the registry of the one it
     /// replaces ([`Gateway::registry`]) keeps every bucket both name, with
-    /// the tokens they hold.
+    /// the tokens they hold. ([`Gateway::reconfigured`] does that, and
+    /// keeps unchanged backends too.)
     pub fn with_registry(
         config: Config,
         metrics: Metrics,
         registry: Arc<guard::Registry>,
     ) -> Gateway {
-        let upstreams = upstreams(&config, &metrics);
-        let admission = Arc::new(shed::Admission::new(
-            config.server.max_concurrent_requests,
-            config.server.queue_timeout,
-        ));
+        Gateway::build(config, metrics, registry, None).0
+    }
+
+    /// A gateway for `config` that keeps from this one what did not change:
+    /// the upstream of every backend whose settings are identical (so its
+    /// pooled connections, replica states, health checks and metadata
+    /// cache live on), the request slots when `max_concurrent_requests` and
+    /// `queue_timeout` are unchanged, and the rate-limit buckets of every
+    /// route and key both name (with their tokens). Requests in flight keep
+    /// this gateway until they end.
+    pub fn reconfigured(&self, config: Config) -> (Gateway, Kept) {
+        // New routes and key names get their zero series.
+        self.shared.metrics.init_series(&config);
+        // A route's series name its backends: resolve them again.
+        self.shared.metrics.forget_routes();
+        let registry = self.shared.registry.clone();
+        Gateway::build(
+            config,
+            self.shared.metrics.clone(),
+            registry,
+            Some(&self.shared),
+        )
+    }
+
+    fn build(
+        config: Config,
+        metrics: Metrics,
+        registry: Arc<guard::Registry>,
+        before: Option<&Shared>,
+    ) -> (Gateway, Kept) {
+        let mut kept = Kept::default();
+        let upstreams = upstreams(&config, &metrics, before.map(|s| &s.upstreams), &mut kept);
+        let server = &config.server;
+        let admission = match before {
+            Some(s)
+                if s.config.server.max_concurrent_requests == server.max_concurrent_requests
+                    && s.config.server.queue_timeout == server.queue_timeout =>
+            {
+                kept.admission = true;
+                s.admission.clone()
+            }
+            _ => Arc::new(shed::Admission::new(
+                server.max_concurrent_requests,
+                server.queue_timeout,
+            )),
+        };
         let shadows = shadows(&config, &upstreams, &metrics, &admission);
-        Gateway {
-            shared: Arc::new(Shared {
-                prefixes: dispatch::Prefixes::new(&config),
-                limits: registry.table(&config),
-                registry,
-                config,
-                upstreams,
-                shadows,
-                metrics,
-                admission,
-            }),
-        }
+        let shared = Arc::new(Shared {
+            prefixes: dispatch::Prefixes::new(&config),
+            limits: registry.table(&config),
+            registry,
+            config,
+            upstreams,
+            shadows,
+            metrics,
+            admission,
+        });
+        (Gateway { shared }, kept)
     }
 
     /// What `/readyz` should say about the routes (see [`readiness`]).
@@ -137,6 +214,15 @@ impl Gateway {
 
     pub fn config(&self) -> &Config {
         &self.shared.config
+    }
+
+    pub fn metrics(&self) -> &Metrics {
+        &self.shared.metrics
+    }
+
+    /// The upstream of backend `name`.
+    pub fn upstream(&self, name: &str) -> Option<&Upstream> {
+        self.shared.upstreams.get(name)
     }
 
     /// The rate-limit buckets, to hand to the gateway of a reloaded

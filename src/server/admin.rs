@@ -21,8 +21,8 @@ use tokio::task::JoinSet;
 
 use super::accept::{Backoff, admit};
 use super::conn::until_true;
-use crate::gateway::Gateway;
 use crate::gateway::body::{Body, full};
+use crate::gateway::live::Live;
 use crate::metrics::Metrics;
 
 /// Admin connections open at once: enough for probes and scrapers, few
@@ -39,7 +39,7 @@ pub struct AdminState {
     pub ready: Arc<AtomicBool>,
     pub metrics: Metrics,
     /// Asked whether its routes can serve (`server.readyz`).
-    pub gateway: Option<Gateway>,
+    pub gateway: Option<Live>,
 }
 
 /// Serves the admin port until `stop` turns true.
@@ -97,8 +97,10 @@ pub async fn serve(
 
 /// `/readyz` when not draining: ready, unless `server.readyz` asks for
 /// routes with a ready replica and they have none.
-fn routes_ready(gateway: Option<&Gateway>) -> (StatusCode, Bytes) {
-    let Some(r) = gateway.map(Gateway::readiness) else {
+fn routes_ready(gateway: Option<&Live>) -> (StatusCode, Bytes) {
+    // The configuration in force now (a reload may have changed the
+    // routes or `server.readyz`).
+    let Some(r) = gateway.map(|g| g.current().readiness()) else {
         return (
             StatusCode::OK,
             Bytes::from_static(b"{\"status\":\"ready\"}"),

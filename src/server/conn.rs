@@ -63,6 +63,12 @@ impl ConnState {
         self.touch();
     }
 
+    /// When the connection was accepted: its handshake deadline counts
+    /// from here (the TLS handshake included).
+    pub fn opened(&self) -> Instant {
+        self.opened
+    }
+
     pub fn handshaken(&self) -> bool {
         self.handshaken.load(Ordering::Relaxed)
     }

@@ -4,10 +4,17 @@
 //! signal `/readyz` turns 503 at once while connections are still
 //! accepted and served for `drain_delay`; then the listener closes and
 //! connections drain until `shutdown_grace` after the signal; whatever is
-//! left then is aborted.
+//! left then is aborted. With `[server.tls]` each connection first
+//! completes its TLS handshake, within the same handshake deadline.
+//!
+//! The connection settings (cap, handshake and header timeouts) are the
+//! ones it started with; the drain delay and grace period are read from
+//! the configuration current when the signal arrives.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+
+use tokio::io::{AsyncRead, AsyncWrite};
 
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto::Builder;
@@ -19,9 +26,10 @@ use tokio::time::{Instant, sleep_until, timeout_at};
 use super::accept::{Backoff, admit};
 use super::conn::{self, ConnLimits, ConnState};
 use super::io::Sniffed;
+use super::tls::TlsSettings;
 use super::tracked::Tracked;
 use crate::config::ServerConfig;
-use crate::gateway::Gateway;
+use crate::gateway::live::Live;
 
 /// The HTTP/1 and HTTP/2 settings of client connections.
 fn builder(server: &ServerConfig) -> Builder<TokioExecutor> {
@@ -44,22 +52,64 @@ fn builder(server: &ServerConfig) -> Builder<TokioExecutor> {
 /// The connections being served.
 struct Conns {
     tasks: JoinSet<()>,
-    builder: Builder<TokioExecutor>,
-    gateway: Gateway,
+    builder: Arc<Builder<TokioExecutor>>,
+    gateway: Live,
+    tls: Option<TlsSettings>,
     limits: ConnLimits,
     drain: watch::Receiver<bool>,
+}
+
+/// What one connection's task needs.
+struct Serve {
+    builder: Arc<Builder<TokioExecutor>>,
+    gateway: Live,
+    state: Arc<ConnState>,
+    limits: ConnLimits,
+    drain: watch::Receiver<bool>,
+}
+
+impl Serve {
+    /// Serves the (cleartext or decrypted) stream `io` to its end.
+    async fn run<I>(self, io: I)
+    where
+        I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+    {
+        let io = TokioIo::new(Sniffed::new(io, self.state.clone()));
+        let svc = Tracked::new(self.gateway, self.state.clone());
+        let conn = self.builder.serve_connection(io, svc).into_owned();
+        conn::drive(
+            conn,
+            |c| c.graceful_shutdown(),
+            &self.state,
+            self.limits,
+            self.drain,
+        )
+        .await;
+    }
 }
 
 impl Conns {
     /// Serves `stream` in its own task, which holds the connection's slot.
     fn spawn(&mut self, stream: TcpStream, slot: OwnedSemaphorePermit) {
-        let state = ConnState::new();
-        let io = TokioIo::new(Sniffed::new(stream, state.clone()));
-        let svc = Tracked::new(self.gateway.clone(), state.clone());
-        let conn = self.builder.serve_connection(io, svc).into_owned();
-        let (limits, drain) = (self.limits, self.drain.clone());
+        let serve = Serve {
+            builder: self.builder.clone(),
+            gateway: self.gateway.clone(),
+            state: ConnState::new(),
+            limits: self.limits,
+            drain: self.drain.clone(),
+        };
+        let tls = self.tls.clone();
         self.tasks.spawn(async move {
-            conn::drive(conn, |c| c.graceful_shutdown(), &state, limits, drain).await;
+            match tls {
+                None => serve.run(stream).await,
+                Some(tls) => {
+                    let deadline = serve.state.opened() + serve.limits.handshake;
+                    match tls.accept(stream, deadline).await {
+                        Ok(stream) => serve.run(stream).await,
+                        Err(e) => tracing::debug!(error = %e, "TLS handshake failed"),
+                    }
+                }
+            }
             drop(slot);
         });
     }
@@ -92,16 +142,18 @@ impl Conns {
 /// Serves the data port until shut down (see the module doc for the order).
 pub async fn serve(
     listener: TcpListener,
-    gateway: Gateway,
+    gateway: Live,
+    tls: Option<TlsSettings>,
     mut stopped: watch::Receiver<bool>,
     ready: Arc<AtomicBool>,
 ) {
-    let server = gateway.config().server.clone();
+    let server = gateway.current().config().server.clone();
     let (drain_tx, drain) = watch::channel(false);
     let mut conns = Conns {
         tasks: JoinSet::new(),
-        builder: builder(&server),
+        builder: Arc::new(builder(&server)),
         gateway,
+        tls,
         limits: ConnLimits {
             handshake: server.handshake_timeout,
             h2_idle: server.header_read_timeout,
@@ -112,10 +164,13 @@ pub async fn serve(
     let mut backoff = Backoff::default();
     // The signal's time and the end of the drain delay, once signalled.
     let mut closing: Option<(Instant, Instant)> = None;
+    // The shutdown settings current at the signal.
+    let mut server = server;
     let signalled = loop {
         let close_at = closing.map_or_else(Instant::now, |(_, at)| at);
         tokio::select! {
             () = super::until_stopped(&mut stopped), if closing.is_none() => {
+                server = conns.gateway.current().config().server.clone();
                 ready.store(false, Ordering::SeqCst);
                 tracing::info!(drain_delay = ?server.drain_delay, "shutting down: /readyz answers 503; still serving until the drain delay is over");
                 let now = Instant::now();

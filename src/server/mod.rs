@@ -2,8 +2,9 @@
 //! (`/healthz`, `/readyz`, `/metrics`), and what bounds each client
 //! connection before and between requests — the connection cap, the
 //! handshake and idle limits, accept backoff — and the shutdown order
-//! (see [`data`]). Request admission and bodies are the gateway's; this
-//! module never reads a request past its head.
+//! (see [`data`]), and TLS on the data port ([`tls`]; the admin port is
+//! always plain HTTP). Request admission and bodies are the gateway's;
+//! this module never reads a request past its head.
 
 mod accept;
 mod admin;
@@ -11,6 +12,7 @@ mod conn;
 mod data;
 mod io;
 mod sniff;
+mod tls;
 mod tracked;
 
 use std::net::SocketAddr;
@@ -23,15 +25,22 @@ use tokio::task::JoinHandle;
 
 use crate::config::Config;
 use crate::gateway::Gateway;
+use crate::gateway::live::Live;
 use crate::metrics::Metrics;
 
 pub use admin::MAX_CONNECTIONS as ADMIN_MAX_CONNECTIONS;
+pub use tls::TlsSettings;
 
 /// A running gateway.
 #[derive(Debug)]
 pub struct Running {
     pub data_addr: SocketAddr,
     pub admin_addr: SocketAddr,
+    /// The gateway the data port serves; a reload replaces it.
+    pub live: Live,
+    /// The data port's TLS settings, when it speaks TLS; a reload
+    /// replaces them.
+    pub tls: Option<TlsSettings>,
     stop: watch::Sender<bool>,
     task: JoinHandle<()>,
 }
@@ -81,24 +90,32 @@ pub fn start_with_metrics(
     let (admin_stop, admin_stopped) = watch::channel(false);
     let ready = Arc::new(AtomicBool::new(true));
     let head_timeout = config.server.handshake_timeout;
+    let tls = match &config.server.tls {
+        Some(t) => Some(TlsSettings::new(t).map_err(std::io::Error::other)?),
+        None => None,
+    };
     metrics.init_series(&config);
-    let gateway = Gateway::new(config, metrics.clone());
+    let live = Live::new(Gateway::new(config, metrics.clone()));
     let state = admin::AdminState {
         ready: ready.clone(),
         metrics,
-        gateway: Some(gateway.clone()),
+        gateway: Some(live.clone()),
     };
     let admin_task = tokio::spawn(admin::serve(admin, state, head_timeout, admin_stopped));
+    let (gateway, data_tls) = (live.clone(), tls.clone());
     let task = tokio::spawn(async move {
-        data::serve(data, gateway, stopped, ready).await;
+        data::serve(data, gateway, data_tls, stopped, ready).await;
         // The admin port answers (readyz 503) until the data port is done.
         let _ = admin_stop.send(true);
         let _ = admin_task.await;
     });
-    tracing::info!(%data_addr, %admin_addr, "tensorgate listening");
+    let scheme = if tls.is_some() { "https" } else { "http" };
+    tracing::info!(%data_addr, %admin_addr, scheme, "tensorgate listening");
     Ok(Running {
         data_addr,
         admin_addr,
+        live,
+        tls,
         stop,
         task,
     })

@@ -17,7 +17,7 @@ pub use collect::{Stage1, parse};
 pub use shape::{Table, Word};
 pub use values::*;
 
-use super::{Control, MultipleTensors, Readyz, WireFormat};
+use super::{ClientAuth, Control, MultipleTensors, Readyz, WireFormat};
 
 /// The file. Absent tables deserialize with every key absent. Sub-tables
 /// are [`Table`]s and enum values [`Word`]s, for their error messages.
@@ -45,6 +45,17 @@ pub struct RawServer {
     pub body_total_timeout: Option<Timeout>,
     pub drain_delay: Option<Delay>,
     pub readyz: Option<Word<Readyz>>,
+    pub tls: Option<Table<RawServerTls>>,
+}
+
+/// `[server.tls]`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RawServerTls {
+    pub cert_file: Option<Name>,
+    pub key_file: Option<Name>,
+    pub client_ca_file: Option<Name>,
+    pub client_auth: Option<Word<ClientAuth>>,
 }
 
 /// `[limits]` and `[routes.limits]`.
@@ -73,6 +84,10 @@ pub struct RawBackend {
     pub max_connections: Option<Positive<usize>>,
     pub stream_idle_timeout: Option<Timeout>,
     pub metadata_ttl: Option<Timeout>,
+    pub tls_ca_file: Option<Name>,
+    pub tls_cert_file: Option<Name>,
+    pub tls_key_file: Option<Name>,
+    pub tls_server_name: Option<ServerName>,
     pub health_checks: Option<bool>,
     pub health_interval: Option<Timeout>,
     pub health_timeout: Option<Timeout>,

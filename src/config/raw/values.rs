@@ -75,8 +75,18 @@ checked_string!(
 checked_string!(
     #[derive(Clone, Debug)]
     BackendUrl(http::Uri),
-    "an http://host:port URL",
+    "an http(s)://host:port URL",
     |s| backend::parse_url(s)
+);
+
+checked_string!(
+    /// `tls_server_name`: a DNS name or an IP address.
+    #[derive(Clone, Debug)]
+    ServerName(String),
+    "a DNS name or IP address",
+    |s| rustls::pki_types::ServerName::try_from(s)
+        .map(|_| s.to_owned())
+        .map_err(|_| format!("{s:?} is not a DNS name or IP address"))
 );
 
 checked_string!(

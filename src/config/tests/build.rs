@@ -22,16 +22,15 @@ fn single_backend_refuses_hostile_urls_cleanly() {
         let e = Config::single_backend(&[url], DEFAULT_LISTEN, DEFAULT_ADMIN_LISTEN).unwrap_err();
         let expected = ConfigError {
             key: "backends.default.url".into(),
-            message: format!("{url:?} is not an http://host:port URL"),
+            message: format!("{url:?} is not an http://host:port or https://host:port URL"),
         };
         assert_eq!(e.0, [expected]);
     }
-    let e =
-        Config::single_backend(&["https://h:1"], DEFAULT_LISTEN, DEFAULT_ADMIN_LISTEN).unwrap_err();
-    assert!(
-        e.to_string()
-            .starts_with("backends.default.url: \"https://h:1\": https")
-    );
+    // https backends are served (with the system's CAs).
+    let c = Config::single_backend(&["https://h:1"], DEFAULT_LISTEN, DEFAULT_ADMIN_LISTEN).unwrap();
+    let b = &c.backends["default"];
+    assert_eq!(b.first_url().unwrap(), "https://h:1/");
+    assert!(b.is_https());
 }
 
 #[test]
@@ -149,6 +148,51 @@ fn example_file_loads() {
     // The models its routes list, followed by its health checks.
     triton.models = vec!["simple".to_owned()];
     assert_eq!(*c.backends["triton"], triton);
+}
+
+/// The TLS keys are documented commented out (they name files); with them
+/// uncommented (and the backend made https) every key is known and the
+/// only problems are the files the example names.
+#[test]
+fn example_file_tls_keys_exist() {
+    let text = include_str!("../../../config/tensorgate.example.toml");
+    let keys = [
+        "[server.tls]",
+        "cert_file =",
+        "key_file =",
+        "client_ca_file =",
+        "client_auth =",
+        "tls_ca_file =",
+        "tls_cert_file =",
+        "tls_key_file =",
+        "tls_server_name =",
+    ];
+    let uncommented: String = text
+        .lines()
+        .map(|l| match l.strip_prefix("# ") {
+            Some(rest) if keys.iter().any(|k| rest.starts_with(k)) => rest.to_owned(),
+            _ => l.replace("\"http://127.0.0.1:8001\"", "\"https://127.0.0.1:8001\""),
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    let errors = from_str(&uncommented).unwrap_err().0;
+    let keys: Vec<&str> = errors.iter().map(|e| e.key.as_str()).collect();
+    assert_eq!(
+        keys,
+        [
+            "server.tls.cert_file",
+            "server.tls.key_file",
+            "server.tls.client_ca_file",
+            "backends.triton.tls_ca_file",
+            "backends.triton.tls_cert_file",
+            "backends.triton.tls_key_file",
+        ]
+    );
+    assert!(
+        errors
+            .iter()
+            .all(|e| e.message.starts_with("cannot read /etc/tensorgate/"))
+    );
 }
 
 /// The commented-out `[routes.auth]` and `[routes.rate_limit]` blocks of

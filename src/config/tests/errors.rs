@@ -86,7 +86,7 @@ fn a_reported_key_is_not_reported_again() {
     check(
         "[backends.b]\nurl = 1\n[[routes]]\nname = 2\nmodels = [\"m\"]\nbackend = \"b\"\n",
         &[
-            "backends.b.url: invalid type: integer `1`, expected an http://host:port URL",
+            "backends.b.url: invalid type: integer `1`, expected an http(s)://host:port URL",
             "routes[0].name: invalid type: integer `2`, expected a non-empty string",
             "routes[0].backend: unknown backend \"b\" (no usable backend is defined)",
         ],

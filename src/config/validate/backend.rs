@@ -15,6 +15,7 @@ impl Check<'_> {
         let mut backend = Backend::with_replicas(name, replicas);
         apply!(backend, b; connect_timeout, request_timeout, pool_idle_timeout,
             pool_max_idle_per_host, max_connections, stream_idle_timeout, metadata_ttl);
+        self.backend_tls(&mut backend, &b);
         let health = &mut backend.health;
         if let Some(on) = b.health_checks {
             health.enabled = on;

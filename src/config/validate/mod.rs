@@ -2,13 +2,15 @@
 //! every semantic problem with its key: ranges, required keys, references
 //! from routes to backends and models, names that must be unique across
 //! routes. Defaults come from the typed structs (`Default`, `new`), never
-//! from here. Never sees TOML text; reads the key files routes name.
+//! from here. Never sees TOML text; reads the TLS files and the key files
+//! the configuration names.
 
 mod access;
 mod backend;
 mod frontends;
 mod route;
 mod split;
+mod tls;
 mod unique;
 
 use std::collections::BTreeMap;
@@ -108,6 +110,7 @@ impl Check<'_> {
         if raw.drain_delay.is_none() {
             s.drain_delay = ServerConfig::default_drain_delay(s.shutdown_grace);
         }
+        s.tls = raw.tls.and_then(|t| self.server_tls(t.0));
         self.errors.extend(server_problems(&s));
         s
     }

@@ -145,6 +145,12 @@ impl OutBody {
 }
 
 impl Upstream {
+    /// Whether `other` is this same client (a clone of it): what a reload
+    /// keeps for a backend whose settings did not change.
+    pub fn is_same(&self, other: &Upstream) -> bool {
+        Arc::ptr_eq(&self.inner, &other.inner)
+    }
+
     /// The client to `backend`, without metrics.
     pub fn new(backend: Arc<Backend>) -> Upstream {
         Upstream::build(backend, None)
