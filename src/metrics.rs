@@ -97,9 +97,24 @@ pub fn kind_index(kind: &str) -> usize {
     KINDS.iter().position(|k| *k == kind).unwrap_or(0)
 }
 
-/// Every metric the gateway exports.
+/// Every metric the gateway exports, behind one `Arc`: every request's
+/// observation holds a handle, and cloning ~20 metric families (one atomic
+/// increment each, on cache lines every core shares) per request cost about
+/// 1% of the gateway's CPU.
 #[derive(Clone, Debug)]
-pub struct Metrics {
+pub struct Metrics(Arc<MetricFamilies>);
+
+impl std::ops::Deref for Metrics {
+    type Target = MetricFamilies;
+
+    fn deref(&self) -> &MetricFamilies {
+        &self.0
+    }
+}
+
+/// The metric families themselves (reached through [`Metrics`]).
+#[derive(Debug)]
+pub struct MetricFamilies {
     /// Resolved series per route name.
     routes: Arc<RwLock<HashMap<String, Arc<RouteMetrics>>>>,
     registry: Registry,
@@ -186,7 +201,7 @@ impl Metrics {
             &["route"],
         )?;
         r.register(Box::new(in_flight.clone()))?;
-        Ok(Metrics {
+        Ok(Metrics(Arc::new(MetricFamilies {
             routes: Arc::default(),
             registry: registry.clone(),
             requests: counter(
@@ -294,7 +309,7 @@ impl Metrics {
                 g
             },
             replicas: ReplicaFamilies::register(r)?,
-        })
+        })))
     }
 
     /// Creates the zero-valued series every configured route and backend
