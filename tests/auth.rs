@@ -152,34 +152,38 @@ async fn v2_infer_every_outcome() {
     assert_eq!(open.status, 200, "{:?}", open.body);
 
     let text = scrape_text(&gw).await;
-    let m = |s: &str| metric(&text, s).unwrap_or_else(|| panic!("no series {s}"));
-    assert_eq!(
-        m(r#"tensorgate_authenticated_requests_total{key="alice",route="secure"}"#),
-        1.0
-    );
-    assert_eq!(
-        m(r#"tensorgate_authenticated_requests_total{key="bob",route="secure"}"#),
-        2.0
-    );
-    assert_eq!(
-        m(r#"tensorgate_authenticated_requests_total{key="carol",route="rows"}"#),
-        0.0
-    );
-    assert_eq!(
-        m(r#"tensorgate_auth_failures_total{reason="missing",route="secure"}"#),
-        1.0
-    );
-    assert_eq!(
-        m(r#"tensorgate_auth_failures_total{reason="invalid",route="secure"}"#),
-        4.0
-    );
-    assert_eq!(
-        m(r#"tensorgate_auth_failures_total{reason="signature",route="secure"}"#),
-        0.0
-    );
-    assert_eq!(
-        m(r#"tensorgate_requests_total{code="401",kind="v2",route="secure"}"#),
-        5.0
+    assert_series(
+        &text,
+        &[
+            (
+                r#"tensorgate_authenticated_requests_total{key="alice",route="secure"}"#,
+                1.0,
+            ),
+            (
+                r#"tensorgate_authenticated_requests_total{key="bob",route="secure"}"#,
+                2.0,
+            ),
+            (
+                r#"tensorgate_authenticated_requests_total{key="carol",route="rows"}"#,
+                0.0,
+            ),
+            (
+                r#"tensorgate_auth_failures_total{reason="missing",route="secure"}"#,
+                1.0,
+            ),
+            (
+                r#"tensorgate_auth_failures_total{reason="invalid",route="secure"}"#,
+                4.0,
+            ),
+            (
+                r#"tensorgate_auth_failures_total{reason="signature",route="secure"}"#,
+                0.0,
+            ),
+            (
+                r#"tensorgate_requests_total{code="401",kind="v2",route="secure"}"#,
+                5.0,
+            ),
+        ],
     );
     assert!(
         !text.contains(ALICE) && !text.contains(BOB),

@@ -64,28 +64,32 @@ async fn decthings_every_outcome() {
     success(identity(client(&gw, "/v0", Some("anything-at-all-0000"))).await);
 
     let text = scrape_text(&gw).await;
-    let m = |s: &str| metric(&text, s).unwrap_or_else(|| panic!("no series {s}"));
-    // Refused before the body: no route yet.
-    assert_eq!(
-        m(r#"tensorgate_auth_failures_total{reason="missing",route="_none"}"#),
-        1.0
-    );
-    assert_eq!(
-        m(r#"tensorgate_auth_failures_total{reason="invalid",route="_none"}"#),
-        1.0
-    );
-    // Refused once the body named simple's route.
-    assert_eq!(
-        m(r#"tensorgate_auth_failures_total{reason="invalid",route="secure"}"#),
-        1.0
-    );
-    assert_eq!(
-        m(r#"tensorgate_authenticated_requests_total{key="alice",route="secure"}"#),
-        1.0
-    );
-    assert_eq!(
-        m(r#"tensorgate_requests_total{code="200",kind="decthings",route="_none"}"#),
-        2.0
+    assert_series(
+        &text,
+        &[
+            // Refused before the body: no route yet.
+            (
+                r#"tensorgate_auth_failures_total{reason="missing",route="_none"}"#,
+                1.0,
+            ),
+            (
+                r#"tensorgate_auth_failures_total{reason="invalid",route="_none"}"#,
+                1.0,
+            ),
+            // Refused once the body named simple's route.
+            (
+                r#"tensorgate_auth_failures_total{reason="invalid",route="secure"}"#,
+                1.0,
+            ),
+            (
+                r#"tensorgate_authenticated_requests_total{key="alice",route="secure"}"#,
+                1.0,
+            ),
+            (
+                r#"tensorgate_requests_total{code="200",kind="decthings",route="_none"}"#,
+                2.0,
+            ),
+        ],
     );
     gw.shutdown().await;
 }

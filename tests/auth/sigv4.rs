@@ -210,22 +210,26 @@ async fn sigv4_every_outcome() {
     );
 
     let text = scrape_text(&gw).await;
-    let m = |s: &str| metric(&text, s).unwrap_or_else(|| panic!("no series {s}"));
-    assert_eq!(
-        m(r#"tensorgate_authenticated_requests_total{key="carol",route="rows"}"#),
-        3.0
-    );
-    assert_eq!(
-        m(r#"tensorgate_auth_failures_total{reason="signature",route="rows"}"#),
-        2.0
-    );
-    assert_eq!(
-        m(r#"tensorgate_auth_failures_total{reason="expired",route="rows"}"#),
-        1.0
-    );
-    assert_eq!(
-        m(r#"tensorgate_auth_failures_total{reason="invalid",route="rows"}"#),
-        4.0
+    assert_series(
+        &text,
+        &[
+            (
+                r#"tensorgate_authenticated_requests_total{key="carol",route="rows"}"#,
+                3.0,
+            ),
+            (
+                r#"tensorgate_auth_failures_total{reason="signature",route="rows"}"#,
+                2.0,
+            ),
+            (
+                r#"tensorgate_auth_failures_total{reason="expired",route="rows"}"#,
+                1.0,
+            ),
+            (
+                r#"tensorgate_auth_failures_total{reason="invalid",route="rows"}"#,
+                4.0,
+            ),
+        ],
     );
     gw.shutdown().await;
 }

@@ -432,6 +432,15 @@ pub fn metric(text: &str, series: &str) -> Option<f64> {
         .find_map(|l| l.strip_prefix(series)?.trim().parse().ok())
 }
 
+/// Asserts each `(series, value)` of a scrape; a missing series fails
+/// naming it.
+pub fn assert_series(text: &str, expected: &[(&str, f64)]) {
+    for (series, want) in expected {
+        let got = metric(text, series).unwrap_or_else(|| panic!("no series {series}"));
+        assert_eq!(got, *want, "{series}");
+    }
+}
+
 /// The admin port's `/metrics` text.
 pub async fn scrape_text(gw: &Running) -> String {
     let got = send(gw.admin_addr, "GET", "/metrics", &[], "").await;
