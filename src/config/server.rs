@@ -50,6 +50,12 @@ pub struct ServerConfig {
     pub drain_delay: Duration,
     /// What `/readyz` reports besides draining.
     pub readyz: Readyz,
+    /// Threads serving client connections, each with its own
+    /// single-threaded runtime and backend connection pools (see
+    /// [`crate::server`]); one per core by default, at most
+    /// [`ServerConfig::MAX_WORKERS`]. 0 serves connections on the main
+    /// runtime (tokio's work-stealing scheduler). Read at start only.
+    pub workers: usize,
     /// `[server.tls]`: TLS on the data port (the admin port stays plain
     /// HTTP). Without it the data port speaks cleartext HTTP/1 and h2c.
     pub tls: Option<super::ServerTls>,
@@ -74,6 +80,17 @@ pub enum Readyz {
 impl ServerConfig {
     /// `drain_delay` when the file does not set it.
     pub const DEFAULT_DRAIN_DELAY: Duration = Duration::from_secs(5);
+
+    /// The most `workers` a configuration may ask for.
+    pub const MAX_WORKERS: usize = 64;
+
+    /// `workers` when the file does not set it: one per core the process
+    /// may use.
+    pub fn default_workers() -> usize {
+        std::thread::available_parallelism()
+            .map_or(1, usize::from)
+            .min(Self::MAX_WORKERS)
+    }
 
     /// The drain delay for a grace period when none is configured: the
     /// default, but at most half the grace period so requests still get
@@ -100,6 +117,7 @@ impl Default for ServerConfig {
             drain_delay: Self::default_drain_delay(shutdown_grace),
             tls: None,
             readyz: Readyz::default(),
+            workers: Self::default_workers(),
         }
     }
 }

@@ -141,9 +141,9 @@ impl Reloader {
 }
 
 /// What a reload may not change, each at its key: the listeners'
-/// addresses, whether the data port speaks TLS, the connection cap, and the
+/// addresses, whether the data port speaks TLS, the connection cap, the
 /// handshake and header timeouts (built into the listeners when they
-/// start). A restart applies them.
+/// start) and the worker threads. A restart applies them.
 pub fn fixed_changes(running: &ServerConfig, next: &ServerConfig) -> Vec<ConfigError> {
     let mut out = Vec::new();
     let mut check = |key: &str, was: String, now: String| {
@@ -181,6 +181,11 @@ pub fn fixed_changes(running: &ServerConfig, next: &ServerConfig) -> Vec<ConfigE
         format!("{:?}", running.header_read_timeout),
         format!("{:?}", next.header_read_timeout),
     );
+    check(
+        "workers",
+        running.workers.to_string(),
+        next.workers.to_string(),
+    );
     out
 }
 
@@ -198,6 +203,7 @@ mod tests {
         assert_eq!(fixed_changes(&running, &next), []);
         next.listen = "127.0.0.1:1".parse().unwrap();
         next.header_read_timeout = Duration::from_secs(1);
+        next.workers = running.workers + 1;
         let keys: Vec<String> = fixed_changes(&running, &next)
             .into_iter()
             .map(|e| e.to_string())
@@ -207,6 +213,12 @@ mod tests {
             [
                 "server.listen: cannot change while running (running: 127.0.0.1:8000, new: 127.0.0.1:1); restart to apply it",
                 "server.header_read_timeout: cannot change while running (running: 30s, new: 1s); restart to apply it",
+                format!(
+                    "server.workers: cannot change while running (running: {}, new: {}); restart to apply it",
+                    running.workers,
+                    running.workers + 1
+                )
+                .as_str(),
             ]
         );
     }

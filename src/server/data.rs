@@ -28,6 +28,7 @@ use super::conn::{self, ConnLimits, ConnState};
 use super::io::Sniffed;
 use super::tls::TlsSettings;
 use super::tracked::Tracked;
+use super::workers::Workers;
 use crate::config::ServerConfig;
 use crate::gateway::live::Live;
 
@@ -57,6 +58,7 @@ struct Conns {
     tls: Option<TlsSettings>,
     limits: ConnLimits,
     drain: watch::Receiver<bool>,
+    workers: Workers,
 }
 
 /// What one connection's task needs.
@@ -99,19 +101,20 @@ impl Conns {
             drain: self.drain.clone(),
         };
         let tls = self.tls.clone();
-        self.tasks.spawn(async move {
-            match tls {
-                None => serve.run(stream).await,
-                Some(tls) => {
-                    let deadline = serve.state.opened() + serve.limits.handshake;
-                    match tls.accept(stream, deadline).await {
-                        Ok(stream) => serve.run(stream).await,
-                        Err(e) => tracing::debug!(error = %e, "TLS handshake failed"),
+        self.workers
+            .spawn(&mut self.tasks, stream, move |stream| async move {
+                match tls {
+                    None => serve.run(stream).await,
+                    Some(tls) => {
+                        let deadline = serve.state.opened() + serve.limits.handshake;
+                        match tls.accept(stream, deadline).await {
+                            Ok(stream) => serve.run(stream).await,
+                            Err(e) => tracing::debug!(error = %e, "TLS handshake failed"),
+                        }
                     }
                 }
-            }
-            drop(slot);
-        });
+                drop(slot);
+            });
     }
 
     /// Lets the connections finish until `deadline` (`drain` must have
@@ -146,6 +149,7 @@ pub async fn serve(
     tls: Option<TlsSettings>,
     mut stopped: watch::Receiver<bool>,
     ready: Arc<AtomicBool>,
+    workers: Workers,
 ) {
     let server = gateway.current().config().server.clone();
     let (drain_tx, drain) = watch::channel(false);
@@ -159,6 +163,7 @@ pub async fn serve(
             h2_idle: server.header_read_timeout,
         },
         drain,
+        workers,
     };
     let slots = Arc::new(Semaphore::new(server.max_connections));
     let mut backoff = Backoff::default();

@@ -14,6 +14,7 @@ mod io;
 mod sniff;
 mod tls;
 mod tracked;
+pub mod workers;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -95,6 +96,7 @@ pub fn start_with_metrics(
         None => None,
     };
     metrics.init_series(&config);
+    let workers = workers::Workers::start(config.server.workers)?;
     let live = Live::new(Gateway::new(config, metrics.clone()));
     let state = admin::AdminState {
         ready: ready.clone(),
@@ -104,7 +106,7 @@ pub fn start_with_metrics(
     let admin_task = tokio::spawn(admin::serve(admin, state, head_timeout, admin_stopped));
     let (gateway, data_tls) = (live.clone(), tls.clone());
     let task = tokio::spawn(async move {
-        data::serve(data, gateway, data_tls, stopped, ready).await;
+        data::serve(data, gateway, data_tls, stopped, ready, workers).await;
         // The admin port answers (readyz 503) until the data port is done.
         let _ = admin_stop.send(true);
         let _ = admin_task.await;

@@ -45,6 +45,7 @@ pub struct RawServer {
     pub body_total_timeout: Option<Timeout>,
     pub drain_delay: Option<Delay>,
     pub readyz: Option<Word<Readyz>>,
+    pub workers: Option<Count<usize>>,
     pub tls: Option<Table<RawServerTls>>,
 }
 

@@ -22,6 +22,20 @@ fn server_defaults() {
     assert_eq!(s.body_read_timeout, 60 * SECOND);
     assert_eq!(s.shutdown_grace, 30 * SECOND);
     assert_eq!(s.drain_delay, 5 * SECOND);
+    let cores = std::thread::available_parallelism().map_or(1, usize::from);
+    assert_eq!(s.workers, cores.min(ServerConfig::MAX_WORKERS));
+}
+
+#[test]
+fn server_workers() {
+    let workers = |n: &str| format!("[server]\nworkers = {n}\n{}", route(""));
+    assert_eq!(load(&workers("3")).server.workers, 3);
+    assert_eq!(load(&workers("0")).server.workers, 0, "0: the main runtime");
+    check(&workers("65"), &["server.workers: at most 64, got 65"]);
+    check(
+        &workers("-1"),
+        &["server.workers: must not be negative, got -1"],
+    );
 }
 
 #[test]

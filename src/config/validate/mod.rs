@@ -73,6 +73,12 @@ pub fn server_problems(s: &ServerConfig) -> Vec<ConfigError> {
             "must differ from server.listen",
         ));
     }
+    if s.workers > ServerConfig::MAX_WORKERS {
+        out.push(ConfigError::new(
+            "server.workers",
+            format!("at most {}, got {}", ServerConfig::MAX_WORKERS, s.workers),
+        ));
+    }
     if s.drain_delay >= s.shutdown_grace {
         out.push(ConfigError::new(
             "server.drain_delay",
@@ -103,7 +109,7 @@ impl Check<'_> {
         let mut s = ServerConfig::default();
         apply!(s, raw; listen, admin_listen, shutdown_grace, max_concurrent_requests,
             body_read_timeout, header_read_timeout, max_connections, handshake_timeout,
-            queue_timeout, body_total_timeout, drain_delay);
+            queue_timeout, body_total_timeout, drain_delay, workers);
         if let Some(r) = raw.readyz {
             s.readyz = r.0;
         }

@@ -120,7 +120,7 @@ async fn probe(backend: &Backend, r: &Replica, path: &str) -> Option<StatusCode>
     *req.uri_mut() = r.uri_for(path);
     req.headers_mut().insert(header::HOST, r.host().clone());
     let exchange = async {
-        let resp = r.client.request(req).await.ok()?;
+        let resp = r.client().request(req).await.ok()?;
         let status = resp.status();
         // Read what little there is, so the connection can be reused.
         let _ = Limited::new(resp.into_body(), MAX_CHECK_BODY)

@@ -4,8 +4,8 @@
 //! metric series. A [`Lease`] is one request's hold on a replica, from the
 //! moment it is picked until its reply body ends.
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use http::{HeaderValue, Uri};
@@ -16,10 +16,11 @@ use tokio::time::Instant;
 
 use super::connector::{Connector, connector};
 use super::health::Health;
-use crate::config::Backend;
+use crate::config::{Backend, ServerConfig};
 use crate::gateway::body::Body;
 use crate::gateway::error::GatewayError;
 use crate::metrics::{ReplicaFamilies, ReplicaSeries};
+use crate::server::workers;
 
 /// A backend replica.
 #[derive(Debug)]
@@ -31,7 +32,12 @@ pub struct Replica {
     pub base: Uri,
     /// `Host` for every request.
     host: HeaderValue,
-    pub(super) client: Client<Connector, Body>,
+    /// Connection pools, one per worker thread (and one for every other
+    /// thread; see [`crate::server::workers::current`]), made on first
+    /// use: a pooled connection is driven by the reactor of the thread
+    /// that opened it, so a worker reuses only its own.
+    pools: Box<[OnceLock<Client<Connector, Body>>]>,
+    pool: PoolSettings,
     slots: Arc<Semaphore>,
     in_flight: AtomicUsize,
     pub health: Health,
@@ -52,20 +58,19 @@ impl Replica {
         model_slots: usize,
         families: Option<&ReplicaFamilies>,
     ) -> Replica {
-        let client = Client::builder(TokioExecutor::new())
-            .pool_timer(TokioTimer::new())
-            .pool_idle_timeout(backend.pool_idle_timeout)
-            .pool_max_idle_per_host(backend.pool_max_idle_per_host)
-            // A pooled connection found closed before the request was
-            // handed to it is replaced (the default, stated).
-            .retry_canceled_requests(true)
-            .build(connector(backend));
         Replica {
             series: families.map(|f| f.replica(&backend.name, &label)),
             label,
             base,
             host,
-            client,
+            pools: (0..=ServerConfig::MAX_WORKERS)
+                .map(|_| OnceLock::new())
+                .collect(),
+            pool: PoolSettings {
+                connector: connector(backend),
+                idle_timeout: backend.pool_idle_timeout,
+                max_idle: backend.pool_max_idle_per_host,
+            },
             slots: Arc::new(Semaphore::new(backend.max_connections.max(1))),
             in_flight: AtomicUsize::new(0),
             health: Health::default(),
@@ -88,6 +93,21 @@ impl Replica {
         let label = url.to_string();
         let label = label.strip_suffix('/').unwrap_or(&label).to_owned();
         Replica::new(backend, label, url.clone(), host, model_slots, families)
+    }
+
+    /// The calling thread's connection pool to the replica.
+    pub fn client(&self) -> &Client<Connector, Body> {
+        let slot = &self.pools[workers::current() % self.pools.len()];
+        slot.get_or_init(|| {
+            Client::builder(TokioExecutor::new())
+                .pool_timer(TokioTimer::new())
+                .pool_idle_timeout(self.pool.idle_timeout)
+                .pool_max_idle_per_host(self.pool.max_idle)
+                // A pooled connection found closed before the request was
+                // handed to it is replaced (the default, stated).
+                .retry_canceled_requests(true)
+                .build(self.pool.connector.clone())
+        })
     }
 
     pub fn host(&self) -> &HeaderValue {
@@ -162,6 +182,14 @@ impl Replica {
             s.models_not_ready.set(self.not_ready.count() as i64);
         }
     }
+}
+
+/// What each of a replica's pools is built with.
+#[derive(Debug)]
+struct PoolSettings {
+    connector: Connector,
+    idle_timeout: Duration,
+    max_idle: usize,
 }
 
 /// One request's hold on a replica: counted in its in-flight requests from

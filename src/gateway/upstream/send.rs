@@ -58,7 +58,8 @@ impl Upstream {
             lease.hold(replica.slot(backend, backend.connect_timeout).await?);
             let again = replayable && tried.len() <= retries as usize;
             let req = request(replica, &mut out, again, own_host);
-            let sent = tokio::time::timeout_at(deadline.into(), replica.client.request(req)).await;
+            let sent =
+                tokio::time::timeout_at(deadline.into(), replica.client().request(req)).await;
             let failure = match sent {
                 Err(_) => {
                     self.failed(replica, "timeout", &replicas);
