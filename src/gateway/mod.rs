@@ -16,6 +16,7 @@ pub mod guard;
 pub mod headers;
 pub mod live;
 pub mod observe;
+pub mod parallel;
 pub mod passthrough;
 pub mod readiness;
 pub mod shadow;

@@ -44,6 +44,9 @@ pub struct ValueWriter {
     carry: [u8; 8],
     carry_len: usize,
     count: u64,
+    /// Writes for elements after another writer's: a comma before its
+    /// first element too (see [`ValueWriter::split`]).
+    continued: bool,
     bytes: BytesState,
 }
 
@@ -54,11 +57,62 @@ impl ValueWriter {
             carry: [0; 8],
             carry_len: 0,
             count: 0,
+            continued: false,
             bytes: BytesState::Length {
                 got: 0,
                 buf: [0; 4],
             },
         }
+    }
+
+    /// Whether an element has been written before the next one (which then
+    /// takes a comma).
+    #[inline]
+    fn started(&self) -> bool {
+        self.count > 0 || self.continued
+    }
+
+    /// Where to cut `data`, a piece this writer is to write next, so its
+    /// halves can be written at the same time: `Some((mid, end))` when the
+    /// type has a fixed size and the piece holds at least two whole
+    /// elements. This writer writes `data[..mid]` (finishing any element
+    /// the previous piece cut, and ending on an element boundary); a
+    /// [`continuation`](Self::continuation) writes `data[mid..end]`, whole
+    /// elements; its text follows this writer's, and after
+    /// [`absorb`](Self::absorb)ing it this writer goes on with
+    /// `data[end..]` (at most a partial element). The text is the same as
+    /// one `write` of `data`.
+    pub fn split(&self, data: &[u8]) -> Option<(usize, usize)> {
+        let size = self.dtype.fixed_size()?;
+        let first = (size - self.carry_len) % size;
+        let whole = data.len().checked_sub(first)? / size;
+        if whole < 2 {
+            return None;
+        }
+        // The first half holds at least one element: the continuation's
+        // text starts with a comma.
+        let mid = first + (whole / 2) * size;
+        Some((mid, first + whole * size))
+    }
+
+    /// A writer for the whole elements that follow this writer's (see
+    /// [`split`](Self::split)).
+    pub fn continuation(&self) -> ValueWriter {
+        ValueWriter {
+            continued: true,
+            ..ValueWriter::new(self.dtype)
+        }
+    }
+
+    /// Counts the elements a [`continuation`](Self::continuation) of this
+    /// writer wrote, whose text has been appended after this writer's.
+    pub fn absorb(&mut self, later: &ValueWriter) {
+        debug_assert!(later.continued && self.carry_len == 0 && later.carry_len == 0);
+        self.count += later.count;
+    }
+
+    pub fn datatype(&self) -> DataType {
+        self.dtype
     }
 
     /// Elements written so far.
@@ -127,7 +181,7 @@ impl ValueWriter {
 
     #[inline]
     fn sep(&mut self, out: &mut Vec<u8>) {
-        if self.count > 0 {
+        if self.started() {
             out.push(b',');
         }
         self.count += 1;
@@ -153,13 +207,13 @@ impl ValueWriter {
             let mut b = [0u8; N];
             b.copy_from_slice(&self.carry[..N]);
             self.carry_len = 0;
-            if self.count > 0 {
+            if self.started() {
                 batch.byte(b',');
             }
             self.count += 1;
             f(b, batch);
         }
-        if self.count == 0
+        if !self.started()
             && let Some((first, _)) = data.split_first_chunk::<N>()
         {
             self.count = 1;
@@ -190,7 +244,7 @@ impl ValueWriter {
                 };
                 if is_plain_ascii(element) {
                     // Most text: quoted as it is.
-                    if self.count > 0 {
+                    if self.started() {
                         out.push(b',');
                     }
                     self.count += 1;

@@ -14,6 +14,7 @@ use crate::codec::v2::{Document, EntryData};
 use crate::gateway::body::BoxError;
 use crate::gateway::core::backend::BackendBody;
 use crate::gateway::observe::Observation;
+use crate::gateway::parallel;
 use crate::tensor::Shape;
 
 /// Why a streamed reply was cut off.
@@ -137,8 +138,7 @@ impl JsonReplyBody {
             }
             if let Some((index, vw)) = self.current.as_mut() {
                 let t = &self.doc.tensors[*index];
-                vw.write(&piece.data, &mut self.out)
-                    .map_err(|e| not_json(&t.name, e))?;
+                write_values(vw, &piece.data, &mut self.out).map_err(|e| not_json(&t.name, e))?;
                 if piece.last {
                     let count = vw.finish().map_err(|e| not_json(&t.name, e))?;
                     let expected = t.shape.element_count().unwrap_or(0);
@@ -177,6 +177,37 @@ impl JsonReplyBody {
     fn take_out(&mut self) -> Option<Frame<Bytes>> {
         (!self.out.is_empty()).then(|| Frame::data(Bytes::from(std::mem::take(&mut self.out))))
     }
+}
+
+/// Pieces with at least this many fixed-size elements are written in two
+/// halves at once (see [`parallel::join`]): 8192 FP32 values take about
+/// 0.3 ms to write, handing half of them to another thread some µs.
+pub const PARALLEL_MIN_ELEMENTS: usize = 8192;
+
+/// Writes `data` with `vw`, a large piece of fixed-size values in two
+/// halves on two threads.
+fn write_values(vw: &mut ValueWriter, data: &Bytes, out: &mut Vec<u8>) -> Result<(), WriteError> {
+    let split = vw.split(data).filter(|&(_, end)| {
+        let size = vw.datatype().fixed_size().unwrap_or(usize::MAX);
+        end / size >= PARALLEL_MIN_ELEMENTS
+    });
+    let Some((mid, end)) = split else {
+        return vw.write(data, out);
+    };
+    let mut later = vw.continuation();
+    let whole = data.slice(mid..end);
+    let (first, second) = parallel::join(
+        || vw.write(&data[..mid], out),
+        move || {
+            let mut text = Vec::new();
+            later.write(&whole, &mut text).map(|()| (later, text))
+        },
+    );
+    first?;
+    let (later, text) = second?;
+    out.extend_from_slice(&text);
+    vw.absorb(&later);
+    vw.write(&data[end..], out)
 }
 
 fn not_json(name: &str, source: WriteError) -> StreamError {

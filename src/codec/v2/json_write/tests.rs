@@ -139,3 +139,58 @@ fn truncated_and_invalid() {
         Err(WriteError::NotUtf8 { index: 0 })
     );
 }
+
+/// `split` + `continuation` + `absorb` give the text and count of one
+/// `write`, wherever the piece starts and ends (carried partial elements
+/// on both sides) and for every fixed-size type.
+#[test]
+fn split_halves_write_the_same_text() {
+    let data: Vec<u8> = (0..203u32).map(|i| (i * 37 % 251) as u8).collect();
+    for dtype in [
+        DataType::Bool,
+        DataType::U8,
+        DataType::I16,
+        DataType::F16,
+        DataType::F32,
+        DataType::I64,
+        DataType::F64,
+    ] {
+        let size = dtype.fixed_size().unwrap();
+        for cut in [0, 1, 3, size, 2 * size + 1] {
+            for end in [data.len(), data.len() - 1, data.len() - size + 1] {
+                let (before, piece) = (&data[..cut], &data[cut..end]);
+                let mut one = Vec::new();
+                let mut w = ValueWriter::new(dtype);
+                w.write(before, &mut one).unwrap();
+                w.write(piece, &mut one).unwrap();
+                let mut two = Vec::new();
+                let mut main = ValueWriter::new(dtype);
+                main.write(before, &mut two).unwrap();
+                let (mid, whole_end) = main.split(piece).expect("room for two halves");
+                let mut later = main.continuation();
+                let mut tail = Vec::new();
+                later.write(&piece[mid..whole_end], &mut tail).unwrap();
+                main.write(&piece[..mid], &mut two).unwrap();
+                two.extend_from_slice(&tail);
+                main.absorb(&later);
+                main.write(&piece[whole_end..], &mut two).unwrap();
+                let ctx = format!("{dtype} cut {cut} end {end}");
+                assert_eq!(
+                    String::from_utf8(two).unwrap(),
+                    String::from_utf8(one).unwrap(),
+                    "{ctx}"
+                );
+                assert_eq!(main.count(), w.count(), "{ctx}");
+                assert_eq!(main.finish().is_ok(), w.finish().is_ok(), "{ctx}");
+                assert!(piece.len() - whole_end < size, "{ctx}");
+            }
+        }
+    }
+    // Nothing to split: BYTES, or under two whole elements.
+    assert_eq!(ValueWriter::new(DataType::Bytes).split(&data), None);
+    assert_eq!(ValueWriter::new(DataType::F32).split(&data[..7]), None);
+    assert_eq!(
+        ValueWriter::new(DataType::F32).split(&data[..8]),
+        Some((4, 8))
+    );
+}
