@@ -12,7 +12,10 @@
 #   5. the Python conformance suite with the real clients (tritonclient,
 #      kserve), through tensorgate and direct; the SageMaker SDK and boto3
 #      against the SageMaker frontend, and boto3 signing with a route's
-#      keys (SigV4) and hitting its rate limit.
+#      keys (SigV4) and hitting its rate limit;
+#   6. the proxy benchmark's smoke run (scripts/bench-proxy.sh --smoke): fails
+#      when a ratio against nginx or against direct Triton access falls below
+#      half its target, on two runs in a row (one noisy run is retried).
 # Servers are stopped by PID on exit, whatever happens. Run scripts/setup.sh
 # once first. Without CI=true the real-backend tests skip loudly when a
 # backend is missing; with CI=true they fail.
@@ -81,6 +84,13 @@ TENSORGATE_BIN="$BIN" bash scripts/validate-deploy.sh
 if [ -x scripts/conformance.sh ] || [ -f scripts/conformance.sh ]; then
   step "conformance with real clients"
   TENSORGATE_BIN="$BIN" bash scripts/conformance.sh
+fi
+
+step "proxy benchmark smoke (ratios at least half their targets)"
+stop_backends
+if ! TENSORGATE_BIN="$BIN" bash scripts/bench-proxy.sh --smoke; then
+  echo "bench-proxy --smoke: below the line; once more, as the machine is shared" >&2
+  TENSORGATE_BIN="$BIN" bash scripts/bench-proxy.sh --smoke
 fi
 
 step "all tests passed in $(( $(date +%s) - started ))s"
