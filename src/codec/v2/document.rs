@@ -144,13 +144,33 @@ impl DocParser {
             self.offset += used as u64;
             self.pending.extend_from_slice(&chunk[used..]);
         } else {
-            self.pending.extend_from_slice(chunk);
-            let pending = std::mem::take(&mut self.pending);
-            let result = self.run(&pending, false);
-            self.pending = pending;
-            let used = result?;
-            self.offset += used as u64;
-            self.pending.advance(used);
+            // Finish the held-back token with as little of the chunk as it
+            // needs (a number's last digits, usually), then go on in the
+            // chunk itself: copying every chunk behind a few held bytes
+            // cost a copy of the whole body.
+            let mut fed = 0;
+            let mut step = 64;
+            while fed < chunk.len() {
+                let end = (fed + step).min(chunk.len());
+                self.pending.extend_from_slice(&chunk[fed..end]);
+                fed = end;
+                step *= 2;
+                let pending = std::mem::take(&mut self.pending);
+                let result = self.run(&pending, false);
+                self.pending = pending;
+                let used = result?;
+                self.offset += used as u64;
+                self.pending.advance(used);
+                if self.pending.len() <= fed {
+                    // All that is held now came from the chunk.
+                    let from = fed - self.pending.len();
+                    self.pending.clear();
+                    let used = self.run(&chunk[from..], false)?;
+                    self.offset += used as u64;
+                    self.pending.extend_from_slice(&chunk[from + used..]);
+                    break;
+                }
+            }
         }
         Ok(())
     }

@@ -2,6 +2,7 @@
 //! arrive: the client sees its first values before the backend has sent its
 //! last byte, and memory stays at one backend frame plus its JSON text.
 
+use std::collections::VecDeque;
 use std::pin::Pin;
 use std::task::{Context, Poll, ready};
 
@@ -59,6 +60,9 @@ pub struct JsonReplyBody {
     pending: Option<Bytes>,
     started: bool,
     done: bool,
+    /// Text ready to go out before `out`: the halves of a piece written on
+    /// two threads, each sent as it is rather than copied together.
+    ready: VecDeque<Bytes>,
     out: Vec<u8>,
 }
 
@@ -83,6 +87,7 @@ impl JsonReplyBody {
             pending: Some(after_header),
             started: false,
             done: false,
+            ready: VecDeque::new(),
             out: Vec::new(),
         }
     }
@@ -138,7 +143,8 @@ impl JsonReplyBody {
             }
             if let Some((index, vw)) = self.current.as_mut() {
                 let t = &self.doc.tensors[*index];
-                write_values(vw, &piece.data, &mut self.out).map_err(|e| not_json(&t.name, e))?;
+                write_values(vw, &piece.data, &mut self.out, &mut self.ready)
+                    .map_err(|e| not_json(&t.name, e))?;
                 if piece.last {
                     let count = vw.finish().map_err(|e| not_json(&t.name, e))?;
                     let expected = t.shape.element_count().unwrap_or(0);
@@ -175,6 +181,9 @@ impl JsonReplyBody {
     }
 
     fn take_out(&mut self) -> Option<Frame<Bytes>> {
+        if let Some(text) = self.ready.pop_front() {
+            return Some(Frame::data(text));
+        }
         (!self.out.is_empty()).then(|| Frame::data(Bytes::from(std::mem::take(&mut self.out))))
     }
 }
@@ -185,8 +194,14 @@ impl JsonReplyBody {
 pub const PARALLEL_MIN_ELEMENTS: usize = 8192;
 
 /// Writes `data` with `vw`, a large piece of fixed-size values in two
-/// halves on two threads.
-fn write_values(vw: &mut ValueWriter, data: &Bytes, out: &mut Vec<u8>) -> Result<(), WriteError> {
+/// halves on two threads: the text so far and the second half's then go
+/// to `ready`, in that order, and `out` goes on after them.
+fn write_values(
+    vw: &mut ValueWriter,
+    data: &Bytes,
+    out: &mut Vec<u8>,
+    ready: &mut VecDeque<Bytes>,
+) -> Result<(), WriteError> {
     let split = vw.split(data).filter(|&(_, end)| {
         let size = vw.datatype().fixed_size().unwrap_or(usize::MAX);
         end / size >= PARALLEL_MIN_ELEMENTS
@@ -205,7 +220,10 @@ fn write_values(vw: &mut ValueWriter, data: &Bytes, out: &mut Vec<u8>) -> Result
     );
     first?;
     let (later, text) = second?;
-    out.extend_from_slice(&text);
+    if !out.is_empty() {
+        ready.push_back(Bytes::from(std::mem::take(out)));
+    }
+    ready.push_back(Bytes::from(text));
     vw.absorb(&later);
     vw.write(&data[end..], out)
 }
@@ -252,6 +270,7 @@ impl http_body::Body for JsonReplyBody {
             if let Err(e) = step {
                 this.done = true;
                 this.out.clear();
+                this.ready.clear();
                 tracing::warn!(error = %e, "streamed JSON reply cut off");
                 return Poll::Ready(Some(Err(Box::new(e))));
             }
@@ -262,6 +281,6 @@ impl http_body::Body for JsonReplyBody {
     }
 
     fn is_end_stream(&self) -> bool {
-        self.done && self.out.is_empty()
+        self.done && self.out.is_empty() && self.ready.is_empty()
     }
 }
