@@ -37,6 +37,9 @@ enum BytesState {
     Body { need: usize, buf: Vec<u8> },
 }
 
+/// The longest text of one fixed-size element: 24 bytes plus the comma.
+const MAX_ELEMENT_TEXT: usize = 25;
+
 /// Writes one tensor's binary data as JSON values.
 #[derive(Debug)]
 pub struct ValueWriter {
@@ -188,14 +191,22 @@ impl ValueWriter {
     }
 
     #[inline]
+    /// The most text [`write`](Self::write) appends for `len` bytes of a
+    /// fixed-size type (BYTES: unbounded, so only a guess). No output
+    /// buffer of that capacity is reallocated by `write`.
+    pub fn max_text_len(dtype: DataType, len: usize) -> usize {
+        // Longest element text: 24 bytes plus the comma; plus one element
+        // carried in from the previous piece.
+        (len / dtype.fixed_size().unwrap_or(4) + 1) * MAX_ELEMENT_TEXT
+    }
+
     fn fixed<const N: usize, T: TextOut>(
         &mut self,
         mut data: &[u8],
         batch: &mut T,
         f: impl Fn([u8; N], &mut T),
     ) {
-        // Longest element text: 24 bytes plus the comma.
-        batch.reserve((data.len() / N) * 25);
+        batch.reserve((data.len() / N) * MAX_ELEMENT_TEXT);
         if self.carry_len > 0 {
             let take = (N - self.carry_len).min(data.len());
             self.carry[self.carry_len..self.carry_len + take].copy_from_slice(&data[..take]);
