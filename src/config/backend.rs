@@ -22,7 +22,8 @@ pub struct Backend {
     /// keep-alive (uvicorn: 5 s) so the gateway never reuses a connection
     /// the backend is closing.
     pub pool_idle_timeout: Duration,
-    /// Idle pooled connections kept per replica.
+    /// Idle pooled connections kept per replica and worker thread (each
+    /// worker has its own pool; `server.workers`).
     pub pool_max_idle_per_host: usize,
     /// Open connections to each replica at once; more requests wait.
     /// Without it a burst opens as many connections as there are requests.
