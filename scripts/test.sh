@@ -15,7 +15,8 @@
 #      keys (SigV4) and hitting its rate limit;
 #   6. the proxy benchmark's smoke run (scripts/bench-proxy.sh --smoke): fails
 #      when a ratio against nginx or against direct Triton access falls below
-#      half its target, on two runs in a row (one noisy run is retried).
+#      half its target (p99: above twice nginx's in every round), on two runs
+#      in a row (one noisy run is retried).
 # Servers are stopped by PID on exit, whatever happens. Run scripts/setup.sh
 # once first. Without CI=true the real-backend tests skip loudly when a
 # backend is missing; with CI=true they fail.
