@@ -34,13 +34,14 @@ use std::convert::Infallible;
 use std::future::Future;
 use std::io;
 use std::net::SocketAddr;
+use std::sync::Arc;
 use std::time::Duration;
 
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use hyper_util::server::conn::auto;
 use hyper_util::server::graceful::GracefulShutdown;
-use tokio::net::TcpListener;
+use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
@@ -118,7 +119,24 @@ pub async fn serve(
     listener: TcpListener,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> io::Result<()> {
-    let builder = connection_builder();
+    serve_opened(listener, shutdown, |stream| async move { Some(stream) }).await
+}
+
+/// The accept loop of [`serve`] and [`serve_tls`]: each accepted stream is
+/// `open`ed (a TLS handshake, or nothing) in its connection's own task and
+/// served, unless opening it failed; at `shutdown` the listener closes and
+/// connections drain for up to [`DRAIN_TIMEOUT`].
+async fn serve_opened<F, Fut, S>(
+    listener: TcpListener,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+    open: F,
+) -> io::Result<()>
+where
+    F: Fn(TcpStream) -> Fut + Clone + Send + 'static,
+    Fut: Future<Output = Option<S>> + Send,
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    let builder = Arc::new(connection_builder());
     let graceful = GracefulShutdown::new();
     tokio::pin!(shutdown);
     loop {
@@ -135,12 +153,17 @@ pub async fn serve(
             () = &mut shutdown => break,
         };
         let _ = stream.set_nodelay(true);
-        let service =
-            service_fn(|req| async move { Ok::<_, Infallible>(routes::handle(req).await) });
-        let conn = builder.serve_connection(TokioIo::new(stream), service);
-        let conn = graceful.watch(conn.into_owned());
+        let (open, builder, watcher) = (open.clone(), builder.clone(), graceful.watcher());
         tokio::spawn(async move {
-            if let Err(e) = conn.await {
+            let Some(io) = open(stream).await else {
+                return;
+            };
+            let service =
+                service_fn(|req| async move { Ok::<_, Infallible>(routes::handle(req).await) });
+            let conn = builder
+                .serve_connection(TokioIo::new(io), service)
+                .into_owned();
+            if let Err(e) = watcher.watch(conn).await {
                 tracing::debug!(error = %e, "demo server: connection ended with an error");
             }
         });

@@ -1,4 +1,4 @@
-//! The gateway: a tower service that chooses, in one place
+//! The gateway (served through [`live::Live`]): chooses, in one place
 //! ([`dispatch`]), which frontend serves a request, binds it to a route,
 //! and observes it; the frontend reads its protocol into the shared
 //! inference [`core`] and renders the reply and errors in its own shape.
@@ -25,11 +25,7 @@ pub mod split;
 pub mod upstream;
 
 use std::collections::BTreeMap;
-use std::convert::Infallible;
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{Context, Poll};
 
 use http::{Request, Response};
 use hyper::body::Incoming;
@@ -422,20 +418,5 @@ impl crate::frontend::decthings::Routes for Gateway {
             shadow: self.shared.shadows.get(&route.name),
             obs,
         })
-    }
-}
-
-impl tower::Service<Request<Incoming>> for Gateway {
-    type Response = Response<Body>;
-    type Error = Infallible;
-    type Future = Pin<Box<dyn Future<Output = Result<Response<Body>, Infallible>> + Send>>;
-
-    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
-        Poll::Ready(Ok(()))
-    }
-
-    fn call(&mut self, req: Request<Incoming>) -> Self::Future {
-        let this = self.clone();
-        Box::pin(async move { Ok(this.handle(req).await) })
     }
 }

@@ -139,38 +139,34 @@ impl DocParser {
     }
 
     fn feed_chunk(&mut self, chunk: &[u8]) -> Result<(), DocError> {
-        if self.pending.is_empty() {
-            let used = self.run(chunk, false)?;
+        // A held-back token is finished with as little of the chunk as it
+        // needs (a number's last digits, usually); the rest is parsed in
+        // the chunk itself: copying every chunk behind a few held bytes
+        // cost a copy of the whole body.
+        let mut fed = 0;
+        let mut step = 64;
+        while !self.pending.is_empty() && fed < chunk.len() {
+            let end = (fed + step).min(chunk.len());
+            self.pending.extend_from_slice(&chunk[fed..end]);
+            fed = end;
+            step *= 2;
+            let pending = std::mem::take(&mut self.pending);
+            let result = self.run(&pending, false);
+            self.pending = pending;
+            let used = result?;
             self.offset += used as u64;
-            self.pending.extend_from_slice(&chunk[used..]);
-        } else {
-            // Finish the held-back token with as little of the chunk as it
-            // needs (a number's last digits, usually), then go on in the
-            // chunk itself: copying every chunk behind a few held bytes
-            // cost a copy of the whole body.
-            let mut fed = 0;
-            let mut step = 64;
-            while fed < chunk.len() {
-                let end = (fed + step).min(chunk.len());
-                self.pending.extend_from_slice(&chunk[fed..end]);
-                fed = end;
-                step *= 2;
-                let pending = std::mem::take(&mut self.pending);
-                let result = self.run(&pending, false);
-                self.pending = pending;
-                let used = result?;
-                self.offset += used as u64;
-                self.pending.advance(used);
-                if self.pending.len() <= fed {
-                    // All that is held now came from the chunk.
-                    let from = fed - self.pending.len();
-                    self.pending.clear();
-                    let used = self.run(&chunk[from..], false)?;
-                    self.offset += used as u64;
-                    self.pending.extend_from_slice(&chunk[from + used..]);
-                    break;
-                }
+            self.pending.advance(used);
+            if self.pending.len() <= fed {
+                // All that is held came from the chunk: go on from there.
+                fed -= self.pending.len();
+                self.pending.clear();
             }
+        }
+        if self.pending.is_empty() {
+            let rest = &chunk[fed..];
+            let used = self.run(rest, false)?;
+            self.offset += used as u64;
+            self.pending.extend_from_slice(&rest[used..]);
         }
         Ok(())
     }

@@ -251,8 +251,8 @@ where
             }
             // What is written goes out before more is read: the client's
             // pace bounds what is held.
-            if let Some(text) = this.ready.pop_front() {
-                return Poll::Ready(Some(Ok(Frame::data(text))));
+            if !this.ready.is_empty() {
+                return Poll::Ready(this.take_out().map(Ok));
             }
             if !this.started {
                 this.started = true;
