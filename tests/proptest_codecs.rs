@@ -426,16 +426,29 @@ fn form(entry: &TensorEntry) -> TensorForm {
     }
 }
 
+/// Feeds `piece`, or with `cut` the piece cut in two where
+/// `DocParser::split` says (the tail converted first, as another thread
+/// may, then the part before the cut, then the tail joined).
+fn feed(p: &mut DocParser, piece: &[u8], cut: bool) -> Result<(), DocError> {
+    let Some((at, mut tail)) = p.split(piece).filter(|_| cut) else {
+        return p.feed(piece);
+    };
+    tail.run(&piece[at..]);
+    p.feed(&piece[..at])?;
+    p.join_tail(tail, &piece[at..])
+}
+
 /// Feeds `text` in pieces; returns the document and the heads announced.
 fn parse_doc(
     kind: DocKind,
     text: &[u8],
     sizes: &[usize],
+    cut: bool,
 ) -> (Document, Vec<(String, DataType, Shape)>) {
     let mut p = DocParser::new(kind, DocLimits::default());
     let mut heads = Vec::new();
     for piece in split(text, sizes) {
-        p.feed(piece).unwrap();
+        feed(&mut p, piece, cut).unwrap();
         heads.extend(
             p.take_heads()
                 .into_iter()
@@ -456,9 +469,12 @@ proptest! {
         serde_json::from_slice::<Value>(&text).expect("writer output is JSON");
         let whole = DocParser::parse(doc.kind, DocLimits::default(), &text).unwrap();
         prop_assert_eq!(&whole, &doc);
-        let (chunked, heads) = parse_doc(doc.kind, &text, &sizes);
+        let (chunked, heads) = parse_doc(doc.kind, &text, &sizes, false);
         prop_assert_eq!(&chunked, &whole);
-        let (bytewise, _) = parse_doc(doc.kind, &text, &[1]);
+        let (cut, cut_heads) = parse_doc(doc.kind, &text, &sizes, true);
+        prop_assert_eq!(&cut, &whole);
+        prop_assert_eq!(&cut_heads, &heads);
+        let (bytewise, _) = parse_doc(doc.kind, &text, &[1], false);
         prop_assert_eq!(&bytewise, &whole);
         let want: Vec<_> = doc
             .tensors
@@ -476,11 +492,12 @@ fn parse_after_errors(
     limits: DocLimits,
     text: &[u8],
     sizes: &[usize],
+    cut: bool,
 ) -> Result<Document, DocError> {
     let mut p = DocParser::new(kind, limits);
     let mut first: Option<DocError> = None;
     for piece in split(text, sizes) {
-        let result = p.feed(piece);
+        let result = feed(&mut p, piece, cut);
         match &first {
             Some(e) => assert_eq!(result.as_ref(), Err(e), "feed after an error"),
             None => first = result.err(),
@@ -532,8 +549,9 @@ proptest! {
             None => DocLimits::default(),
         };
         let whole = DocParser::parse(doc.kind, limits, &text);
-        prop_assert_eq!(parse_after_errors(doc.kind, limits, &text, &sizes), whole.clone());
-        prop_assert_eq!(parse_after_errors(doc.kind, limits, &text, &[1]), whole);
+        prop_assert_eq!(parse_after_errors(doc.kind, limits, &text, &sizes, false), whole.clone());
+        prop_assert_eq!(parse_after_errors(doc.kind, limits, &text, &sizes, true), whole.clone());
+        prop_assert_eq!(parse_after_errors(doc.kind, limits, &text, &[1], false), whole);
     }
 }
 

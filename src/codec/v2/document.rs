@@ -28,7 +28,7 @@ mod step;
 use bytes::{Buf, BytesMut};
 use serde_json::Value;
 
-use super::json_data::DataParser;
+use super::json_data::{DataError, DataParser, Progress};
 use super::model::{DocKind, DocLimits, Document, EntryHead, Subject, TensorEntry};
 use super::scan::ValueScan;
 use super::strings::StringScan;
@@ -78,6 +78,23 @@ enum State {
     End,
     /// Terminal: the first error, returned by every later call.
     Failed(Box<DocError>),
+}
+
+/// The second part of a chunk cut by [`DocParser::split`], converted apart.
+#[derive(Debug)]
+pub struct DataTail {
+    /// The data's nesting depth at the cut.
+    depth: u32,
+    parser: DataParser,
+    result: Option<Result<Progress, DataError>>,
+}
+
+impl DataTail {
+    /// Converts `input`, the chunk after the cut. No I/O, no shared state:
+    /// any thread may run it.
+    pub fn run(&mut self, input: &[u8]) {
+        self.result = Some(self.parser.parse(input, false));
+    }
 }
 
 /// The incremental V2 document parser.
@@ -169,6 +186,69 @@ impl DocParser {
             self.pending.extend_from_slice(&rest[used..]);
         }
         Ok(())
+    }
+
+    /// Where `chunk`, fed next, can be cut in two so that its second part
+    /// is converted apart (on another thread, say) while [`DocParser::feed`]
+    /// converts the first: inside a large tensor's `data`, just after a
+    /// comma (see [`DataParser::cut`]). Feed `chunk[..cut]`, run the tail
+    /// on `chunk[cut..]`, then hand it to [`DocParser::join_tail`] with the
+    /// same bytes. The result is the same as feeding `chunk` whole, errors
+    /// included.
+    pub fn split(&self, chunk: &[u8]) -> Option<(usize, DataTail)> {
+        let State::Data(parser) = &self.state else {
+            return None;
+        };
+        let cut = parser.cut(chunk)?;
+        let tail = DataTail {
+            depth: parser.depth(),
+            parser: parser.tail(),
+            result: None,
+        };
+        Some((cut, tail))
+    }
+
+    /// Takes over the work of a tail that ran on `input` (the chunk after
+    /// the cut), once the part before the cut has been fed. When the cut
+    /// turned out not to fall between two elements (the data ended before
+    /// it, or it was not where the tail assumed), the tail's work is
+    /// dropped and `input` is fed here instead.
+    pub fn join_tail(&mut self, tail: DataTail, input: &[u8]) -> Result<(), DocError> {
+        let at_cut = self.pending.is_empty()
+            && matches!(&self.state, State::Data(p) if p.at_cut(tail.depth));
+        let Some(result) = tail.result.filter(|_| at_cut) else {
+            return self.feed(input);
+        };
+        let State::Data(parser) = &mut self.state else {
+            unreachable!("checked above");
+        };
+        let result = match result {
+            Ok(progress) => parser.absorb(tail.parser).map(|()| progress),
+            Err(e) => Err(parser.tail_error(&tail.parser, e)),
+        };
+        let progress = result.map_err(|source| {
+            let e = DocError::Data {
+                subject: self.subject(),
+                source,
+            };
+            self.fail(e.clone());
+            e
+        })?;
+        match progress {
+            Progress::NeedMore(used) => {
+                self.offset += used as u64;
+                self.pending.extend_from_slice(&input[used..]);
+                Ok(())
+            }
+            Progress::Done(used) => {
+                self.offset += used as u64;
+                let State::Data(parser) = std::mem::replace(&mut self.state, State::End) else {
+                    unreachable!("checked above");
+                };
+                self.state = self.data_done(*parser);
+                self.feed(&input[used..])
+            }
+        }
     }
 
     /// Tensor heads that became known since the last call.

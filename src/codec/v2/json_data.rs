@@ -58,6 +58,51 @@ pub enum DataError {
     MoreThanShape { expected: u64 },
 }
 
+impl DataError {
+    /// The same error with its element index moved on by `by`.
+    fn shifted(self, by: u64) -> DataError {
+        use DataError::*;
+        match self {
+            WrongType {
+                index,
+                dtype,
+                found,
+            } => WrongType {
+                index: index + by,
+                dtype,
+                found,
+            },
+            OutOfRange {
+                index,
+                dtype,
+                value,
+            } => OutOfRange {
+                index: index + by,
+                dtype,
+                value,
+            },
+            NotInteger {
+                index,
+                dtype,
+                value,
+            } => NotInteger {
+                index: index + by,
+                dtype,
+                value,
+            },
+            Syntax { index, what } => Syntax {
+                index: index + by,
+                what,
+            },
+            BadString { index, what } => BadString {
+                index: index + by,
+                what,
+            },
+            other @ (TooDeep { .. } | TooManyElements { .. } | MoreThanShape { .. }) => other,
+        }
+    }
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Expect {
     /// After `,`: a value must follow.
@@ -124,6 +169,81 @@ impl DataParser {
         (self.out, self.count)
     }
 
+    /// Where `input`, the next bytes of this value, can be cut so that a
+    /// [`DataParser::tail`] converts what follows the cut (on another
+    /// thread, say) while this parser converts what precedes it: just after
+    /// the first comma past the middle. Only for fixed-size elements inside
+    /// an array; BYTES elements may hold commas.
+    ///
+    /// The cut is a guess until this parser has consumed everything before
+    /// it: it is sound when this parser then ends at the tail's starting
+    /// point ([`DataParser::at_cut`]), that is, the comma was a separator
+    /// between elements at the same nesting depth.
+    pub fn cut(&self, input: &[u8]) -> Option<usize> {
+        if self.depth == 0 || self.dtype.fixed_size().is_none() {
+            return None;
+        }
+        let mid = input.len() / 2;
+        memchr::memchr(b',', &input[mid..]).map(|k| mid + k + 1)
+    }
+
+    /// A parser for what follows a cut: the same type and depth, just
+    /// after a comma, counting its elements from zero. Its element limit is
+    /// what is left of this parser's now; [`DataParser::absorb`] checks the
+    /// total.
+    pub fn tail(&self) -> DataParser {
+        DataParser {
+            dtype: self.dtype,
+            out: Vec::new(),
+            count: 0,
+            max_elements: self.max_elements - self.count,
+            expected: self.expected,
+            depth: self.depth,
+            max_depth: self.max_depth,
+            expect: Expect::Value,
+            string: StringScan::default(),
+        }
+    }
+
+    /// Whether this parser stands where a tail made at `depth` started:
+    /// after a comma, at that depth. Only then does the tail's work follow
+    /// on from this parser's.
+    pub fn at_cut(&self, depth: u32) -> bool {
+        self.expect == Expect::Value && self.depth == depth
+    }
+
+    /// The depth a tail made now would start at.
+    pub fn depth(&self) -> u32 {
+        self.depth
+    }
+
+    /// Takes over a tail's elements and position; call when
+    /// [`DataParser::at_cut`] holds. Fails as this parser would have had it
+    /// converted the tail's elements itself: too many elements in all.
+    pub fn absorb(&mut self, tail: DataParser) -> Result<(), DataError> {
+        if tail.count > self.max_elements - self.count {
+            return Err(self.overflow());
+        }
+        self.out.extend_from_slice(&tail.out);
+        self.count += tail.count;
+        self.depth = tail.depth;
+        self.expect = tail.expect;
+        self.string = tail.string;
+        Ok(())
+    }
+
+    /// A tail's error as this parser would have reported it converting the
+    /// tail's input itself: element indices count on from this parser's,
+    /// and too many elements in all comes first.
+    pub fn tail_error(&self, tail: &DataParser, error: DataError) -> DataError {
+        let overflowed = tail.count > self.max_elements - self.count;
+        match error {
+            DataError::MoreThanShape { .. } | DataError::TooManyElements { .. } => self.overflow(),
+            _ if overflowed => self.overflow(),
+            error => error.shifted(self.count),
+        }
+    }
+
     /// Feeds input. `eof` says no more input follows `input`.
     pub fn parse(&mut self, input: &[u8], eof: bool) -> Result<Progress, DataError> {
         if self.dtype == DataType::Bytes {
@@ -159,17 +279,22 @@ impl DataParser {
     #[inline]
     fn counted(&mut self) -> Result<(), DataError> {
         if self.count >= self.max_elements {
-            return Err(match self.expected {
-                Some(expected) if expected <= self.max_elements => {
-                    DataError::MoreThanShape { expected }
-                }
-                _ => DataError::TooManyElements {
-                    max: self.max_elements,
-                },
-            });
+            return Err(self.overflow());
         }
         self.count += 1;
         Ok(())
+    }
+
+    #[cold]
+    fn overflow(&self) -> DataError {
+        match self.expected {
+            Some(expected) if expected <= self.max_elements => {
+                DataError::MoreThanShape { expected }
+            }
+            _ => DataError::TooManyElements {
+                max: self.max_elements,
+            },
+        }
     }
 
     fn run<S: Sink>(&mut self, input: &[u8], eof: bool) -> Result<Progress, DataError> {

@@ -19,7 +19,7 @@ pub mod scan;
 pub mod strings;
 
 pub use collect::{BinaryCollector, ShortData};
-pub use document::{DocError, DocParser, MemberRef};
+pub use document::{DataTail, DocError, DocParser, MemberRef};
 pub use model::{
     DocKind, DocLimits, Document, EntryData, EntryHead, MAX_JSON_DEPTH, Subject, TensorEntry,
 };

@@ -18,6 +18,7 @@ use crate::gateway::client_body::ClientBody;
 use crate::gateway::core::TensorData;
 use crate::gateway::core::checks::{check_heads, check_request};
 use crate::gateway::error::GatewayError;
+use crate::gateway::parallel;
 use crate::tensor::{DataType, bytes_layout};
 
 /// How a client framed its binary request, which decides how binary
@@ -105,7 +106,7 @@ pub async fn read_json(
 ) -> Result<(Document, Vec<TensorData>), GatewayError> {
     let mut parser = DocParser::new(DocKind::Request, doc_limits(route));
     while let Some(chunk) = body.next().await? {
-        parser.feed(&chunk).map_err(bad_doc(route))?;
+        feed(&mut parser, chunk).map_err(bad_doc(route))?;
         check_heads(route, &parser.take_heads())?;
     }
     let doc = parser.finish().map_err(bad_doc(route))?;
@@ -123,6 +124,32 @@ pub async fn read_json(
         })
         .collect::<Result<Vec<_>, _>>()?;
     Ok((doc, data))
+}
+
+/// Chunks of at least this many bytes inside a tensor's data are converted
+/// in two halves at once (see [`parallel::join`]): 64 KiB of FP32 JSON take
+/// about 60 µs to convert, handing half of it to another thread some µs.
+pub const PARALLEL_MIN_BYTES: usize = 64 << 10;
+
+/// Feeds one chunk of a JSON request: a large piece of tensor data in two
+/// halves on two threads, the same as one `feed`.
+fn feed(parser: &mut DocParser, chunk: Bytes) -> Result<(), DocError> {
+    let split = (chunk.len() >= PARALLEL_MIN_BYTES)
+        .then(|| parser.split(&chunk))
+        .flatten();
+    let Some((cut, mut tail)) = split else {
+        return parser.feed(&chunk);
+    };
+    let rest = chunk.slice(cut..);
+    let (first, tail) = parallel::join(
+        || parser.feed(&chunk[..cut]),
+        move || {
+            tail.run(&rest);
+            tail
+        },
+    );
+    first?;
+    parser.join_tail(tail, &chunk[cut..])
 }
 
 /// A binary-extension body whose JSON header is `header_len` bytes.

@@ -299,13 +299,18 @@ impl DocParser {
             }
             Progress::Done(used) => {
                 *i += used;
-                let (data, count) = parser.into_data();
-                if let Some(entry) = self.entry.as_mut() {
-                    entry.data = Some((Bytes::from(data), count));
-                }
-                Ok(Flow::Go(State::Next(Level::Entry)))
+                Ok(Flow::Go(self.data_done(*parser)))
             }
         }
+    }
+
+    /// A tensor's data is complete: the entry keeps it.
+    pub(super) fn data_done(&mut self, parser: DataParser) -> State {
+        let (data, count) = parser.into_data();
+        if let Some(entry) = self.entry.as_mut() {
+            entry.data = Some((Bytes::from(data), count));
+        }
+        State::Next(Level::Entry)
     }
 
     /// Handles the `}` closing an object at `level`.

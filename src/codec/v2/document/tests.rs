@@ -14,19 +14,33 @@ fn parse_chunked(kind: DocKind, json: &str) -> Result<Document, DocError> {
     parse_chunked_with(kind, DocLimits::default(), json)
 }
 
+/// Feeds `chunk`, or with `cut` the chunk cut in two where
+/// [`DocParser::split`] says: the tail converted first (as another thread
+/// may), then the part before the cut, then the tail joined.
+fn feed(p: &mut DocParser, chunk: &[u8], cut: bool) -> Result<(), DocError> {
+    let Some((at, mut tail)) = p.split(chunk).filter(|_| cut) else {
+        return p.feed(chunk);
+    };
+    tail.run(&chunk[at..]);
+    p.feed(&chunk[..at])?;
+    p.join_tail(tail, &chunk[at..])
+}
+
 /// [`parse_chunked`] with other limits. Chunks keep being fed after an
-/// error: every later call must fail with the same error.
+/// error: every later call must fail with the same error. Each chunking is
+/// fed as it is and cut in two by [`DocParser::split`].
 pub(super) fn parse_chunked_with(
     kind: DocKind,
     limits: DocLimits,
     json: &str,
 ) -> Result<Document, DocError> {
     let whole = DocParser::parse(kind, limits, json.as_bytes());
-    for size in 1..8 {
+    let sizes = (1..8).chain([16, 40, 100]);
+    for (size, cut) in sizes.flat_map(|size| [(size, false), (size, true)]) {
         let mut p = DocParser::new(kind, limits);
         let mut first: Option<DocError> = None;
         for chunk in json.as_bytes().chunks(size) {
-            let result = p.feed(chunk);
+            let result = feed(&mut p, chunk, cut);
             match &first {
                 Some(e) => assert_eq!(result, Err(e.clone()), "feed after an error"),
                 None => first = result.err(),
@@ -36,7 +50,7 @@ pub(super) fn parse_chunked_with(
         if let Some(e) = first {
             assert_eq!(chunked, Err(e), "finish after an error");
         }
-        assert_eq!(chunked, whole, "chunk size {size} for {json}");
+        assert_eq!(chunked, whole, "chunk size {size} (cut: {cut}) for {json}");
     }
     whole
 }
@@ -274,4 +288,103 @@ fn writes_back_with_binary_and_json_forms() {
             r#""outputs":[{"name":"OUTPUT0","parameters":{"binary_data":true}}],"parameters":{"binary_data_output":false}}"#
         )
     );
+}
+
+/// A request with one `datatype` input of `shape` whose data is `data`.
+fn request_with(datatype: &str, shape: &str, data: &str) -> String {
+    format!(
+        r#"{{"inputs":[{{"name":"X","datatype":"{datatype}","shape":{shape},"data":{data}}}],"id":"after"}}"#
+    )
+}
+
+/// Feeds `json` in `size`-byte chunks, each cut in two where it can be;
+/// returns the result and how many chunks were cut.
+fn parse_cut(json: &str, size: usize) -> (Result<Document, DocError>, usize) {
+    let mut p = DocParser::new(DocKind::Request, DocLimits::default());
+    let mut cuts = 0;
+    for chunk in json.as_bytes().chunks(size) {
+        cuts += usize::from(p.split(chunk).is_some());
+        if feed(&mut p, chunk, true).is_err() {
+            break;
+        }
+    }
+    (p.finish(), cuts)
+}
+
+#[test]
+fn cut_chunks_convert_large_data_as_whole_ones_do() {
+    let values: Vec<String> = (0..3000).map(|i| format!("{}", i * 7 - 5000)).collect();
+    let flat = format!("[{}]", values.join(", "));
+    let rows: Vec<String> = values
+        .chunks(100)
+        .map(|r| format!("[{}]", r.join(",")))
+        .collect();
+    let nested = format!("[{}]", rows.join(",\n "));
+    for (shape, data) in [("[3000]", &flat), ("[30,100]", &nested)] {
+        for dtype in ["INT64", "FP32", "FP64", "INT32"] {
+            let json = request_with(dtype, shape, data);
+            let whole = parse(DocKind::Request, &json).unwrap();
+            for size in [37, 256, 1000, 4096] {
+                let (doc, cuts) = parse_cut(&json, size);
+                assert_eq!(doc.unwrap(), whole, "{dtype} {shape} in {size}-byte chunks");
+                assert!(cuts >= json.len() / size / 2, "{cuts} cuts at {size}");
+            }
+        }
+    }
+    let whole = parse(DocKind::Request, &request_with("INT64", "[3000]", &flat)).unwrap();
+    let EntryData::Inline { data, elements } = &whole.tensors[0].data else {
+        panic!("inline data expected");
+    };
+    assert_eq!(*elements, 3000);
+    assert_eq!(&data[8 * 2999..], &(2999i64 * 7 - 5000).to_le_bytes());
+}
+
+#[test]
+fn errors_after_a_cut_are_the_errors_of_whole_feeding() {
+    let values: Vec<String> = (0..2000).map(|i| i.to_string()).collect();
+    let mut bad = values.clone();
+    bad[1500] = "\"x\"".to_owned();
+    let mut float = values.clone();
+    float[1200] = "1.5".to_owned();
+    let mut small: Vec<String> = (0..2000).map(|i| (i % 100).to_string()).collect();
+    small[1900] = "300".to_owned();
+    let mut syntax = values.clone();
+    syntax[1700] = "1 2".to_owned();
+    let cases = [
+        ("INT32", "[2000]", bad.join(",")),
+        ("INT32", "[2000]", float.join(",")),
+        ("INT8", "[2000]", small.join(",")),
+        ("INT32", "[1000]", values.join(",")),
+        ("FP32", "[2000]", syntax.join(",")),
+    ];
+    for (dtype, shape, data) in cases {
+        let json = request_with(dtype, shape, &format!("[{data}]"));
+        let whole = parse(DocKind::Request, &json).unwrap_err();
+        for size in [300, 1000, 3000] {
+            let (result, cuts) = parse_cut(&json, size);
+            assert!(cuts > 0, "{dtype} {shape}: no cut at {size}");
+            assert_eq!(result.unwrap_err(), whole, "{dtype} {shape} at {size}");
+        }
+    }
+    // The element indices are counted from the start of the data.
+    let json = request_with("INT32", "[2000]", &format!("[{}]", bad.join(",")));
+    let message = parse(DocKind::Request, &json).unwrap_err().to_string();
+    assert!(message.contains("element 1500"), "{message}");
+}
+
+#[test]
+fn a_cut_past_the_end_of_the_data_falls_back_to_whole_feeding() {
+    // The comma past the middle is the document's, after the data: the
+    // tail's guess is wrong and its work is dropped.
+    let json = r#"{"inputs":[{"name":"X","datatype":"INT32","shape":[4],"data":[1,2,3,4]}],"parameters":{"a":1,"b":2}}"#;
+    let at = json.find("[1,").unwrap() + 1;
+    let mut p = DocParser::new(DocKind::Request, DocLimits::default());
+    p.feed(&json.as_bytes()[..at]).unwrap();
+    let rest = &json.as_bytes()[at..];
+    let (cut, mut tail) = p.split(rest).expect("inside data");
+    assert!(cut > rest.iter().position(|&c| c == b']').unwrap());
+    tail.run(&rest[cut..]);
+    p.feed(&rest[..cut]).unwrap();
+    p.join_tail(tail, &rest[cut..]).unwrap();
+    assert_eq!(p.finish().unwrap(), parse(DocKind::Request, json).unwrap());
 }
