@@ -3,6 +3,9 @@
 //! for JSON outside tensor data. Every chunking must give what the whole
 //! input gives, and after the first error every later `feed` and the
 //! `finish` must return that same error: never a document after an error.
+//! The chunkings are fed again with each chunk cut by `DocParser::split`
+//! where it offers a cut, the tail run before the head is fed (as another
+//! thread might): that must change nothing either.
 //!
 //! Layout: `flags`, two bytes seeding the chunk sizes (0: one chunk), then
 //! the document. `flags` bit 0: response; bit 1: budget of `flags >> 2`
@@ -32,11 +35,23 @@ fn chunk_sizes(seed: u16, len: usize) -> Vec<usize> {
         .collect()
 }
 
+/// Feeds `piece`, cut in two where `split` offers (if `cut`), the tail run
+/// first.
+fn feed(p: &mut DocParser, piece: &[u8], cut: bool) -> Result<(), DocError> {
+    let Some((at, mut tail)) = p.split(piece).filter(|_| cut) else {
+        return p.feed(piece);
+    };
+    tail.run(&piece[at..]);
+    p.feed(&piece[..at])?;
+    p.join_tail(tail, &piece[at..])
+}
+
 fn chunked(
     kind: DocKind,
     limits: DocLimits,
     doc: &[u8],
     sizes: &[usize],
+    cut: bool,
 ) -> Result<Document, DocError> {
     let mut p = DocParser::new(kind, limits);
     let mut first: Option<DocError> = None;
@@ -46,7 +61,7 @@ fn chunked(
             break;
         }
         let end = (at + size).min(doc.len());
-        let result = p.feed(&doc[at..end]);
+        let result = feed(&mut p, &doc[at..end], cut);
         match &first {
             Some(e) => assert_eq!(result.as_ref(), Err(e), "feed after an error"),
             None => first = result.err(),
@@ -77,9 +92,11 @@ fuzz_target!(|data: &[u8]| {
     }
     let whole = DocParser::parse(kind, limits, doc);
     let sizes = chunk_sizes(u16::from_be_bytes([seed_hi, seed_lo]), doc.len());
-    assert_eq!(
-        chunked(kind, limits, doc, &sizes),
-        whole,
-        "chunks {sizes:?}"
-    );
+    for cut in [false, true] {
+        assert_eq!(
+            chunked(kind, limits, doc, &sizes, cut),
+            whole,
+            "chunks {sizes:?}, cut: {cut}"
+        );
+    }
 });
