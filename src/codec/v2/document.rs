@@ -195,14 +195,14 @@ impl DocParser {
     /// on `chunk[cut..]`, then hand it to [`DocParser::join_tail`] with the
     /// same bytes. The result is the same as feeding `chunk` whole, errors
     /// included.
-    pub fn split(&self, chunk: &[u8]) -> Option<(usize, DataTail)> {
-        let State::Data(parser) = &self.state else {
+    pub fn split(&mut self, chunk: &[u8]) -> Option<(usize, DataTail)> {
+        let State::Data(parser) = &mut self.state else {
             return None;
         };
         let cut = parser.cut(chunk)?;
         let tail = DataTail {
             depth: parser.depth(),
-            parser: parser.tail(),
+            parser: parser.tail(chunk.len() - cut),
             result: None,
         };
         Some((cut, tail))
