@@ -427,15 +427,13 @@ fn form(entry: &TensorEntry) -> TensorForm {
 }
 
 /// Feeds `piece`, or with `cut` the piece cut in two where
-/// `DocParser::split` says (the tail converted first, as another thread
-/// may, then the part before the cut, then the tail joined).
+/// `DocParser::split` says (`DocParser::feed_cut`).
 fn feed(p: &mut DocParser, piece: &[u8], cut: bool) -> Result<(), DocError> {
-    let Some((at, mut tail)) = p.split(piece).filter(|_| cut) else {
-        return p.feed(piece);
-    };
-    tail.run(&piece[at..]);
-    p.feed(&piece[..at])?;
-    p.join_tail(tail, &piece[at..])
+    if cut {
+        p.feed_cut(piece)
+    } else {
+        p.feed(piece)
+    }
 }
 
 /// Feeds `text` in pieces; returns the document and the heads announced.

@@ -35,15 +35,14 @@ fn chunk_sizes(seed: u16, len: usize) -> Vec<usize> {
         .collect()
 }
 
-/// Feeds `piece`, cut in two where `split` offers (if `cut`), the tail run
-/// first.
+/// Feeds `piece`, cut in two where `split` offers (if `cut`): the tail run
+/// first (`DocParser::feed_cut`).
 fn feed(p: &mut DocParser, piece: &[u8], cut: bool) -> Result<(), DocError> {
-    let Some((at, mut tail)) = p.split(piece).filter(|_| cut) else {
-        return p.feed(piece);
-    };
-    tail.run(&piece[at..]);
-    p.feed(&piece[..at])?;
-    p.join_tail(tail, &piece[at..])
+    if cut {
+        p.feed_cut(piece)
+    } else {
+        p.feed(piece)
+    }
 }
 
 fn chunked(

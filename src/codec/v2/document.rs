@@ -208,6 +208,19 @@ impl DocParser {
         Some((cut, tail))
     }
 
+    /// Feeds `chunk` the way a two-thread caller of [`DocParser::split`]
+    /// does, on this thread, in an order the threads may take: the tail
+    /// first, then the part before the cut, then the join. The same as
+    /// [`DocParser::feed`]; tests and fuzzing hold the two to that.
+    pub fn feed_cut(&mut self, chunk: &[u8]) -> Result<(), DocError> {
+        let Some((cut, mut tail)) = self.split(chunk) else {
+            return self.feed(chunk);
+        };
+        tail.run(&chunk[cut..]);
+        self.feed(&chunk[..cut])?;
+        self.join_tail(tail, &chunk[cut..])
+    }
+
     /// Takes over the work of a tail that ran on `input` (the chunk after
     /// the cut), once the part before the cut has been fed. When the cut
     /// turned out not to fall between two elements (the data ended before

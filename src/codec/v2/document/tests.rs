@@ -15,15 +15,13 @@ fn parse_chunked(kind: DocKind, json: &str) -> Result<Document, DocError> {
 }
 
 /// Feeds `chunk`, or with `cut` the chunk cut in two where
-/// [`DocParser::split`] says: the tail converted first (as another thread
-/// may), then the part before the cut, then the tail joined.
+/// [`DocParser::split`] says ([`DocParser::feed_cut`]).
 fn feed(p: &mut DocParser, chunk: &[u8], cut: bool) -> Result<(), DocError> {
-    let Some((at, mut tail)) = p.split(chunk).filter(|_| cut) else {
-        return p.feed(chunk);
-    };
-    tail.run(&chunk[at..]);
-    p.feed(&chunk[..at])?;
-    p.join_tail(tail, &chunk[at..])
+    if cut {
+        p.feed_cut(chunk)
+    } else {
+        p.feed(chunk)
+    }
 }
 
 /// [`parse_chunked`] with other limits. Chunks keep being fed after an
