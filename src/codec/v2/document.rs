@@ -83,6 +83,8 @@ enum State {
 /// The second part of a chunk cut by [`DocParser::split`], converted apart.
 #[derive(Debug)]
 pub struct DataTail {
+    /// Which tensor `data` value it was cut from (see `DocParser::data_values`).
+    data_value: u64,
     /// The data's nesting depth at the cut.
     depth: u32,
     parser: DataParser,
@@ -113,6 +115,9 @@ pub struct DocParser {
     /// Absolute offset of `pending[0]` (or of the next input) in the document.
     offset: u64,
     budget: Budget,
+    /// Tensor `data` values begun so far: tells a [`DataTail`] cut in one
+    /// tensor's data from the next tensor's.
+    data_values: u64,
 }
 
 impl DocParser {
@@ -133,6 +138,7 @@ impl DocParser {
                 bytes: limits.max_member_bytes,
                 values: limits.max_member_values,
             },
+            data_values: 0,
         }
     }
 
@@ -201,6 +207,7 @@ impl DocParser {
         };
         let cut = parser.cut(chunk)?;
         let tail = DataTail {
+            data_value: self.data_values,
             depth: parser.depth(),
             parser: parser.tail(chunk.len() - cut),
             result: None,
@@ -223,11 +230,15 @@ impl DocParser {
 
     /// Takes over the work of a tail that ran on `input` (the chunk after
     /// the cut), once the part before the cut has been fed. When the cut
-    /// turned out not to fall between two elements (the data ended before
-    /// it, or it was not where the tail assumed), the tail's work is
+    /// turned out not to fall between two elements of this data (the data
+    /// ended before it, another tensor's began, or it was not at the depth
+    /// the tail assumed), the tail's work is
     /// dropped and `input` is fed here instead.
     pub fn join_tail(&mut self, tail: DataTail, input: &[u8]) -> Result<(), DocError> {
+        // The first part may have ended this tensor's data and begun the
+        // next one's: the same depth after a comma, but not the tail's.
         let at_cut = self.pending.is_empty()
+            && self.data_values == tail.data_value
             && matches!(&self.state, State::Data(p) if p.at_cut(tail.depth));
         let Some(result) = tail.result.filter(|_| at_cut) else {
             return self.feed(input);

@@ -195,6 +195,7 @@ impl DocParser {
                 return self.start_raw(level, raw, c, i);
             };
             let expected = entry.shape.as_ref().and_then(|s| s.element_count().ok());
+            self.data_values += 1;
             return Ok(State::Data(Box::new(DataParser::new(
                 datatype,
                 expected,

@@ -386,3 +386,25 @@ fn a_cut_past_the_end_of_the_data_falls_back_to_whole_feeding() {
     p.join_tail(tail, &rest[cut..]).unwrap();
     assert_eq!(p.finish().unwrap(), parse(DocKind::Request, json).unwrap());
 }
+
+#[test]
+fn a_cut_in_the_next_tensors_data_is_not_taken_for_this_ones() {
+    // Found by the property test: the part before the cut ends A's data
+    // and begins B's, and stands after a comma at the depth the tail was
+    // made for. The tail was made for A (INT8, 4 elements) and must be
+    // dropped, not joined to B.
+    let b: Vec<String> = (0..40).map(|i| format!("{}.5", i * 100)).collect();
+    let json = format!(
+        r#"{{"inputs":[{{"name":"A","datatype":"INT8","shape":[4],"data":[1,2,3,4]}},{{"name":"B","datatype":"FP32","shape":[40],"data":[{}]}}]}}"#,
+        b.join(",")
+    );
+    let at = json.find("[1,").unwrap() + 3;
+    let mut p = DocParser::new(DocKind::Request, DocLimits::default());
+    p.feed(&json.as_bytes()[..at]).unwrap();
+    let rest = &json.as_bytes()[at..];
+    let (cut, _) = p.split(rest).expect("inside A's data");
+    let b_data = json[at..].find("\"data\":[0.5").unwrap();
+    assert!(cut > b_data, "the cut falls in B's data");
+    p.feed_cut(rest).unwrap();
+    assert_eq!(p.finish().unwrap(), parse(DocKind::Request, &json).unwrap());
+}
