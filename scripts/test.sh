@@ -7,6 +7,7 @@
 #      127.0.0.1 (scripts/triton-backend.sh, scripts/kserve-backend.sh), then every
 #      cargo test: unit, integration against the embedded demo and scripted
 #      backends, and conformance against the real servers;
+#      the codec property tests are then soaked at 20,000 cases;
 #   3. promtool on a real /metrics scrape after traffic;
 #   4. deploy/ manifests, dashboard and Dockerfile checks;
 #   5. the Python conformance suite with the real clients (tritonclient,
@@ -70,6 +71,12 @@ fi
 step "cargo test (unit, integration, conformance)"
 cargo build --locked --release --bin tensorgate
 cargo test --locked --all-targets
+
+# The codec property tests again at 20,000 cases each (128 in the run
+# above): the soak found a wrong join of a cut JSON chunk that the default
+# run and a minute of fuzzing had not. About a minute in a debug build.
+step "codec property tests soaked (20,000 cases)"
+PROPTEST_CASES=20000 cargo test --locked --test proptest_codecs
 
 step "SageMaker SDK and boto3 against the SageMaker frontend (demo and real Triton)"
 TENSORGATE_BIN="$BIN" bash scripts/sagemaker/client.sh python tests/sagemaker/clients.py
