@@ -78,7 +78,8 @@ pub fn check_declared_length(
 /// The request body as decompressed pieces.
 #[derive(Debug)]
 pub struct ClientBody {
-    inner: Incoming,
+    /// Always `Some` until dropped (see `Drop`).
+    inner: Option<Incoming>,
     decoder: Option<Decoder>,
     route: String,
     limit: u64,
@@ -113,7 +114,7 @@ impl ClientBody {
             _ => None,
         };
         Ok(ClientBody {
-            inner,
+            inner: Some(inner),
             decoder: Decoder::new(coding, limit),
             route: route.to_owned(),
             limit,
@@ -202,7 +203,10 @@ impl ClientBody {
     /// frame that is not data, or the end of an uncompressed body.
     async fn read_frame(&mut self) -> Result<Option<Bytes>, GatewayError> {
         let (wait, limit) = next_wait(Instant::now(), self.timeouts.idle, self.deadline);
-        let frame = tokio::time::timeout(wait, self.inner.frame())
+        let Some(inner) = self.inner.as_mut() else {
+            return Ok(None);
+        };
+        let frame = tokio::time::timeout(wait, inner.frame())
             .await
             .map_err(|_| match limit {
                 Limit::Idle => GatewayError::ClientTimeout,
@@ -267,6 +271,45 @@ pub fn concat(mut pieces: Vec<Bytes>) -> Bytes {
             }
             out.freeze()
         }
+    }
+}
+
+/// A body its handler stopped reading (it answered early: a broken rule, a
+/// limit, a malformed request) is read on to its end and thrown away, in
+/// the background, within what was left of the route's byte limit and the
+/// body's timeouts. Closing a socket with unread data resets the
+/// connection, and a client still sending its body would then get a broken
+/// pipe or a reset instead of the answer (what nginx's lingering close
+/// avoids). A read body stays on the connection, which hyper can keep.
+impl Drop for ClientBody {
+    fn drop(&mut self) {
+        let Some(inner) = self.inner.take() else {
+            return;
+        };
+        if self.finished || hyper::body::Body::is_end_stream(&inner) {
+            return;
+        }
+        let Ok(rt) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let budget = self.limit.saturating_sub(self.wire);
+        rt.spawn(discard(inner, budget, self.timeouts.idle, self.deadline));
+    }
+}
+
+/// Reads `body` to its end, at most `budget` more bytes, each piece within
+/// `idle` and all before `deadline`; gives up (dropping it) otherwise.
+async fn discard(mut body: Incoming, mut budget: u64, idle: Duration, deadline: Instant) {
+    loop {
+        let (wait, _) = next_wait(Instant::now(), idle, deadline);
+        let Ok(Some(Ok(frame))) = tokio::time::timeout(wait, body.frame()).await else {
+            return;
+        };
+        let len = frame.data_ref().map_or(0, |d| d.len() as u64);
+        let Some(left) = budget.checked_sub(len) else {
+            return;
+        };
+        budget = left;
     }
 }
 
