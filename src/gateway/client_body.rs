@@ -92,6 +92,7 @@ pub struct ClientBody {
     wire: u64,
     /// The uncompressed length the client declared, if it did.
     declared: Option<u64>,
+    /// The body ended, or will not be read further (out of time, broken).
     finished: bool,
     /// SHA-256 of the bytes as received, when asked for (SigV4).
     digest: Option<Sha256>,
@@ -206,14 +207,16 @@ impl ClientBody {
         let Some(inner) = self.inner.as_mut() else {
             return Ok(None);
         };
-        let frame = tokio::time::timeout(wait, inner.frame())
-            .await
-            .map_err(|_| match limit {
+        let Ok(frame) = tokio::time::timeout(wait, inner.frame()).await else {
+            // Out of time: nothing more is read, not even in the background.
+            self.finished = true;
+            return Err(match limit {
                 Limit::Idle => GatewayError::ClientTimeout,
                 Limit::Total => GatewayError::BodyDeadline {
                     limit: self.timeouts.total,
                 },
-            })?;
+            });
+        };
         let data = match frame {
             None => {
                 self.finished = true;
@@ -223,6 +226,7 @@ impl ClientBody {
                 }
             }
             Some(Err(e)) => {
+                self.finished = true;
                 return Err(GatewayError::ClientBody {
                     detail: super::upstream::error_chain(&e),
                 });
