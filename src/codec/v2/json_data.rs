@@ -60,46 +60,17 @@ pub enum DataError {
 
 impl DataError {
     /// The same error with its element index moved on by `by`.
-    fn shifted(self, by: u64) -> DataError {
+    fn shifted(mut self, by: u64) -> DataError {
         use DataError::*;
-        match self {
-            WrongType {
-                index,
-                dtype,
-                found,
-            } => WrongType {
-                index: index + by,
-                dtype,
-                found,
-            },
-            OutOfRange {
-                index,
-                dtype,
-                value,
-            } => OutOfRange {
-                index: index + by,
-                dtype,
-                value,
-            },
-            NotInteger {
-                index,
-                dtype,
-                value,
-            } => NotInteger {
-                index: index + by,
-                dtype,
-                value,
-            },
-            Syntax { index, what } => Syntax {
-                index: index + by,
-                what,
-            },
-            BadString { index, what } => BadString {
-                index: index + by,
-                what,
-            },
-            other @ (TooDeep { .. } | TooManyElements { .. } | MoreThanShape { .. }) => other,
+        match &mut self {
+            WrongType { index, .. }
+            | OutOfRange { index, .. }
+            | NotInteger { index, .. }
+            | Syntax { index, .. }
+            | BadString { index, .. } => *index += by,
+            TooDeep { .. } | TooManyElements { .. } | MoreThanShape { .. } => {}
         }
+        self
     }
 }
 
