@@ -18,6 +18,7 @@ use super::strings::{is_plain_ascii, write_json_string};
 use batch::{Batch, TextOut};
 
 mod batch;
+mod f32_text;
 use crate::tensor::DataType;
 
 /// Binary data could not be written as JSON.
@@ -389,6 +390,9 @@ impl JsonFloat for f64 {
 /// construction (what Triton writes for every FP32 value).
 #[inline(always)]
 fn float32(out: &mut Batch<'_>, v: f32) {
+    if f32_text::covers(v) {
+        return out.put(|room| f32_text::write(v, room));
+    }
     if !v.is_finite() {
         return float(out, v);
     }
@@ -402,6 +406,11 @@ fn float32(out: &mut Batch<'_>, v: f32) {
 /// CSV), which spell non-finite values their own way.
 #[inline(always)]
 pub fn finite_f32_text<R>(v: f32, f: impl FnOnce(&[u8]) -> R) -> R {
+    if f32_text::covers(v) {
+        let mut room = [0u8; f32_text::ROOM];
+        let n = f32_text::write(v, &mut room);
+        return f(&room[..n]);
+    }
     let mut buf = zmij::Buffer::new();
     let text = buf.format_finite(v).as_bytes();
     if (1e-3..1e9).contains(&v.abs()) {

@@ -8,7 +8,7 @@ const CAP: usize = 1024;
 
 /// The longest text [`Batch::push`] copies inline; longer texts (none of
 /// the numbers written here) go straight to the output.
-const MAX_PUSH: usize = 32;
+pub(super) const MAX_PUSH: usize = 32;
 
 /// Where [`super::ValueWriter`] writes value texts: straight into the
 /// output (integers: their lengths vary, and a variable-length `memmove`
@@ -70,6 +70,22 @@ impl<'a> Batch<'a> {
             .expect("MAX_PUSH bytes");
         copy_short(dst, text);
         self.len += text.len();
+    }
+
+    /// Lets `write` put a text of at most `MAX_PUSH` bytes straight into
+    /// the buffer (it may scribble past its text's end); `write` returns
+    /// the text's length.
+    #[inline(always)]
+    pub(super) fn put(&mut self, write: impl FnOnce(&mut [u8; MAX_PUSH]) -> usize) {
+        if self.len > CAP - MAX_PUSH {
+            self.flush();
+        }
+        let room: &mut [u8; MAX_PUSH] = (&mut self.buf[self.len..self.len + MAX_PUSH])
+            .try_into()
+            .expect("MAX_PUSH bytes");
+        let n = write(room);
+        debug_assert!(n <= MAX_PUSH);
+        self.len += n;
     }
 
     #[inline(always)]
