@@ -11,23 +11,23 @@
 //! normal tests.
 //!
 //! The digits: a finite float `v = c · 2^q` (`c` a 24-bit integer, here
-//! `q` in [-42, 0]) stands for every real closer to it than to its
+//! `q` in [-33, 0]) stands for every real closer to it than to its
 //! neighbours, the interval between the midpoints. With `k` chosen so that
 //! the interval is at least `10^k` wide and less than `10^(k+1)`, it holds
 //! at least one multiple of `10^k` and at most one of `10^(k+1)`. That one,
 //! if there, has the fewest digits; otherwise the multiple of `10^k`
 //! closest to `v` does. As `q` and `k` are never positive here, the
 //! interval's ends scaled by `10^-k` are integers over a power of two, so
-//! every comparison is exact in 128-bit integers.
+//! every comparison is exact in 64-bit integers.
 
 /// Bytes of room [`write`] needs after the start of the text. The text is
 /// at most 15 bytes long (`-16777215.0`, `-0.00123456789`); the rest is
 /// room for the fixed-size stores beyond its end.
 pub(super) const ROOM: usize = super::batch::MAX_PUSH;
 
-/// Powers of ten up to the largest scale used (`q = -42`, plus one for the
+/// Powers of ten up to the largest scale used (`q = -33`, plus one for the
 /// narrower interval at a power of two).
-const POW10: [u64; 15] = [
+const POW10: [u64; 12] = [
     1,
     10,
     100,
@@ -40,9 +40,6 @@ const POW10: [u64; 15] = [
     1_000_000_000,
     10_000_000_000,
     100_000_000_000,
-    1_000_000_000_000,
-    10_000_000_000_000,
-    100_000_000_000_000,
 ];
 
 /// Whether [`write`] covers `v`: finite with a magnitude in [1e-3, 2^24).
@@ -63,8 +60,13 @@ pub(super) fn write(v: f32, dst: &mut [u8; ROOM]) -> usize {
     let sign = (bits >> 31) as usize;
     dst[0] = b'-';
     let n = d.ilog10() as usize + 1;
-    // The digits, most significant first, in the low bytes.
-    let digits = ascii_digits(d) >> (8 * (9 - n));
+    // The digit values, most significant first, in the low bytes; zero
+    // bytes above them. Trailing zero digits come off (a count of zero
+    // bytes, not a loop of divisions).
+    let values = digit_values(d) >> (8 * (9 - n));
+    let zeros = (values.leading_zeros() / 8) as usize - (16 - n);
+    let (n, k) = (n - zeros, k + zeros as i32);
+    let digits = values + u128::from_le_bytes([b'0'; 16]);
     let at = sign;
     let e = n as i32 - 1 + k; // the decimal exponent of the first digit
     if k >= 0 {
@@ -97,71 +99,58 @@ fn put16(dst: &mut [u8; ROOM], at: usize, v: u128) {
 }
 
 /// The shortest decimal `d · 10^k` that reads back as the positive float
-/// with these bits (and of those, the one closest to it), `d` without
-/// trailing zeros.
+/// with these bits (and of those, the one closest to it), `d` possibly
+/// with trailing zeros. Without branches: which candidate wins is a coin
+/// toss for random data, and a mispredicted branch cost more than
+/// computing both.
 #[inline(always)]
 fn shortest(bits: u32) -> (u32, i32) {
     let frac = u64::from(bits & 0x7f_ffff);
     let q = (bits >> 23) as i32 - 150;
-    debug_assert!((-42..=0).contains(&q));
+    // 1e-3 is above 2^-10 = 2^23 · 2^-33: the interval's ends times 10^11
+    // stay below 2^63, and all the arithmetic fits in 64 bits.
+    debug_assert!((-33..=0).contains(&q));
     let c = frac | 0x80_0000;
     // In units of 2^(q-2): the value and the ends of its interval. At a
     // power of two the neighbour below is half as far.
-    let (v4, lo4, hi4) = (
-        4 * c,
-        if frac == 0 { 4 * c - 1 } else { 4 * c - 2 },
-        4 * c + 2,
-    );
+    let pow2 = frac == 0;
+    let (v4, lo4, hi4) = (4 * c, 4 * c - 2 + u64::from(pow2), 4 * c + 2);
     // Round-to-nearest-even reads a midpoint as the even neighbour.
     let closed = c & 1 == 0;
     let s = (2 - q) as u32;
-    // m = -k = -floor(q · log10(2)), exact for |q| < 1650.
+    // m = -k = -floor(q · log10(2)), exact for |q| < 1650; one scale down
+    // when the narrower interval at a power of two is less than 10^k wide.
     let mut m = (-((q * 78_913) >> 18)) as usize;
-    if frac == 0 && 3 * u128::from(POW10[m]) < 1u128 << s {
-        // The narrower interval is less than 10^k wide: one scale down.
-        m += 1;
-    }
-    let p = u128::from(POW10[m]);
-    let (v, lo, hi) = (u128::from(v4) * p, u128::from(lo4) * p, u128::from(hi4) * p);
+    m += usize::from(pow2 & (3 * POW10[m] < 1 << s));
+    let p = POW10[m];
+    let (v, lo, hi) = (v4 * p, lo4 * p, hi4 * p);
     let above_lo = |x: u64| {
-        let x = u128::from(x) << s;
-        if closed { x >= lo } else { x > lo }
+        let x = x << s;
+        (x > lo) | (closed & (x == lo))
     };
-    // The largest multiple of 10^k inside the interval, and of 10^(k+1).
-    let mut top = (hi >> s) as u64;
-    if !closed && u128::from(top) << s == hi {
-        top -= 1;
-    }
+    // The largest multiple of 10^k inside the interval, and of 10^(k+1):
+    // if that one is inside, it is the shortest.
+    let top = hi >> s;
+    let top = top - u64::from(!closed & (top << s == hi));
     let ten = top - top % 10;
-    if above_lo(ten) {
-        let (mut d, mut k) = ((ten / 10) as u32, 1 - m as i32);
-        while d % 10 == 0 {
-            d /= 10;
-            k += 1;
-        }
-        return (d, k);
-    }
-    // The multiple of 10^k nearest the value, ties to even.
-    let mut r = (v >> s) as u64;
-    let rem = v - (u128::from(r) << s);
-    let half = 1u128 << (s - 1);
-    if rem > half || (rem == half && r & 1 == 1) {
-        r += 1;
-    }
-    if !above_lo(r) {
-        r += 1;
-    }
-    (r as u32, -(m as i32))
+    // Otherwise the multiple of 10^k nearest the value, ties to even.
+    let r = v >> s;
+    let rem = v - (r << s);
+    let half = 1 << (s - 1);
+    let r = r + u64::from((rem > half) | ((rem == half) & (r & 1 == 1)));
+    let r = r + u64::from(!above_lo(r));
+    let d = if above_lo(ten) { ten } else { r };
+    (d as u32, -(m as i32))
 }
 
-/// The nine decimal digits of `d < 10^9` as ASCII, most significant in the
-/// lowest byte.
+/// The nine decimal digits of `d < 10^9` as byte values (0-9), most
+/// significant in the lowest byte.
 #[inline(always)]
-fn ascii_digits(d: u32) -> u128 {
+fn digit_values(d: u32) -> u128 {
     let first = u128::from(d / 100_000_000);
     let rest = d % 100_000_000;
     let eight = eight_digits(rest / 10_000, rest % 10_000);
-    ((u128::from(eight) << 8) | first) + 0x30_3030_3030_3030_3030
+    (u128::from(eight) << 8) | first
 }
 
 /// The digits of `hi` and `lo` (each below 10^4) as eight byte values
@@ -219,7 +208,7 @@ mod tests {
     }
 
     #[test]
-    fn ascii_digits_of_every_length() {
+    fn digit_values_of_every_length() {
         for d in [
             0u32,
             7,
@@ -231,8 +220,10 @@ mod tests {
             123_456_789,
             999_999_999,
         ] {
-            let bytes = ascii_digits(d).to_le_bytes();
-            assert_eq!(&bytes[..9], format!("{d:09}").as_bytes());
+            let bytes = digit_values(d).to_le_bytes();
+            let want: Vec<u8> = format!("{d:09}").bytes().map(|b| b - b'0').collect();
+            assert_eq!(bytes[..9], want[..]);
+            assert_eq!(bytes[9..], [0; 7]);
         }
     }
 
