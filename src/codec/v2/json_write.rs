@@ -153,10 +153,10 @@ impl ValueWriter {
             }
             // Float texts are gathered in a batch: see `batch`.
             DataType::F16 => self.fixed::<2, _>(data, &mut Batch::new(out), |b, o| {
-                float(o, f16::from_le_bytes(b).to_f32())
+                widened_half(o, f16::from_le_bytes(b).to_f32())
             }),
             DataType::BF16 => self.fixed::<2, _>(data, &mut Batch::new(out), |b, o| {
-                float(o, bf16::from_le_bytes(b).to_f32())
+                widened_half(o, bf16::from_le_bytes(b).to_f32())
             }),
             DataType::F32 => self.fixed::<4, _>(data, &mut Batch::new(out), |b, o| {
                 float32(o, f32::from_le_bytes(b))
@@ -397,6 +397,17 @@ fn float32(out: &mut Batch<'_>, v: f32) {
         return float(out, v);
     }
     finite_f32_text(v, |text| out.push(text));
+}
+
+/// An FP16 or BF16 value, written as the shortest text of its FP32
+/// widening (no FP16 or BF16 value is the one magnitude `float32` reads
+/// back, so that check is not needed).
+#[inline(always)]
+fn widened_half(out: &mut Batch<'_>, v: f32) {
+    if f32_text::covers(v) {
+        return out.put(|room| f32_text::write(v, room));
+    }
+    float(out, v)
 }
 
 /// Calls `f` with the text [`ValueWriter`] writes for the finite FP32 value

@@ -194,3 +194,28 @@ fn split_halves_write_the_same_text() {
         Some((4, 8))
     );
 }
+
+/// Every finite FP16 and BF16 value is written as the shortest text of its
+/// FP32 widening, the same text whether `f32_text` or zmij writes it.
+#[test]
+fn every_half_value_is_its_widened_shortest_text() {
+    for (dtype, widen) in [
+        (
+            DataType::F16,
+            (|b| half::f16::from_bits(b).to_f32()) as fn(u16) -> f32,
+        ),
+        (DataType::BF16, |b| half::bf16::from_bits(b).to_f32()),
+    ] {
+        let finite: Vec<u16> = (0..=u16::MAX).filter(|&b| widen(b).is_finite()).collect();
+        let data: Vec<u8> = finite.iter().flat_map(|b| b.to_le_bytes()).collect();
+        let mut out = Vec::new();
+        let mut w = ValueWriter::new(dtype);
+        w.write(&data, &mut out).unwrap();
+        assert_eq!(w.finish().unwrap(), finite.len() as u64);
+        let want: Vec<String> = finite
+            .iter()
+            .map(|&b| zmij::Buffer::new().format_finite(widen(b)).to_owned())
+            .collect();
+        assert_eq!(String::from_utf8(out).unwrap(), want.join(","), "{dtype}");
+    }
+}
