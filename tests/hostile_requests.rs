@@ -1,8 +1,9 @@
 //! What a hostile client tried against the demo, refused before the backend
 //! sees a byte: JSON outside tensor `data` bounded by bytes (no 2 GiB
 //! blow-up), rules not skipped by a percent-encoded path, paths that read
-//! differently before and after decoding refused, and Triton's control
-//! endpoints denied unless the route allows them.
+//! differently before and after decoding refused, Triton's control
+//! endpoints denied unless the route allows them, and an early answer
+//! delivered to a client still sending its body.
 
 mod common;
 
@@ -184,4 +185,82 @@ async fn control_endpoints_are_denied_unless_allowed() {
     assert_eq!(got.status, 403);
     let got = send(gw.data_addr, "POST", "/v2/logging", &[], "{}").await;
     assert_eq!(got.status, 403);
+}
+
+/// Reads one HTTP/1.1 response with a `content-length` from `r`: its status
+/// and body.
+async fn read_response(r: &mut (impl tokio::io::AsyncBufRead + Unpin)) -> (u16, String) {
+    use tokio::io::{AsyncBufReadExt, AsyncReadExt};
+    let mut status = String::new();
+    r.read_line(&mut status).await.unwrap();
+    let code = status.split_whitespace().nth(1).unwrap().parse().unwrap();
+    let mut length = 0;
+    loop {
+        let mut line = String::new();
+        r.read_line(&mut line).await.unwrap();
+        if line == "\r\n" {
+            break;
+        }
+        if let Some((k, v)) = line.split_once(':')
+            && k.eq_ignore_ascii_case("content-length")
+        {
+            length = v.trim().parse().unwrap();
+        }
+    }
+    let mut body = vec![0; length];
+    r.read_exact(&mut body).await.unwrap();
+    (code, String::from_utf8(body).unwrap())
+}
+
+/// A shape broken in the first bytes of an 8 MB body is answered at once;
+/// the client, still writing the rest, gets all of its body out (the
+/// gateway reads on and throws it away rather than resetting the
+/// connection under it), reads the 400, and the connection then serves
+/// the next request.
+#[tokio::test]
+async fn an_early_answer_reaches_a_client_still_sending() {
+    use tokio::io::{AsyncWriteExt, BufReader};
+    let backend = recorder().await;
+    let gw = gateway(&config(&backend, "")).await;
+    let head = r#"{"inputs":[{"name":"INPUT0","shape":[1,8],"datatype":"INT32","data":["#;
+    let body = head.to_owned() + &"1,".repeat(4 << 20) + "1]}]}";
+    let stream = tokio::net::TcpStream::connect(gw.data_addr).await.unwrap();
+    let (read, mut write) = stream.into_split();
+    let request = format!(
+        "POST /v2/models/simple/infer HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n",
+        body.len()
+    );
+    let writer = tokio::spawn(async move {
+        write.write_all(request.as_bytes()).await?;
+        write.write_all(body.as_bytes()).await?;
+        Ok::<_, std::io::Error>(write)
+    });
+    let mut read = BufReader::new(read);
+    let deadline = std::time::Duration::from_secs(20);
+    let (status, error) = tokio::time::timeout(deadline, read_response(&mut read))
+        .await
+        .expect("no answer");
+    assert_eq!(status, 400, "{error}");
+    assert!(
+        error.contains("data has more elements than the 8 its shape holds"),
+        "{error}"
+    );
+    let mut write = tokio::time::timeout(deadline, writer)
+        .await
+        .expect("the body was not taken")
+        .unwrap()
+        .expect("writing the body failed");
+    write
+        .write_all(b"GET /v2/models/simple HTTP/1.1\r\nhost: x\r\n\r\n")
+        .await
+        .unwrap();
+    let (status, _) = tokio::time::timeout(deadline, read_response(&mut read))
+        .await
+        .expect("no answer on the same connection");
+    assert_eq!(status, 200);
+    assert_eq!(
+        backend.requests().len(),
+        1,
+        "only the GET reaches the backend"
+    );
 }
