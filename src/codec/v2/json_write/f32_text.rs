@@ -25,22 +25,35 @@
 /// room for the fixed-size stores beyond its end.
 pub(super) const ROOM: usize = super::batch::MAX_PUSH;
 
-/// Powers of ten up to the largest scale used (`q = -33`, plus one for the
-/// narrower interval at a power of two).
-const POW10: [u64; 12] = [
-    1,
-    10,
-    100,
-    1_000,
-    10_000,
-    100_000,
-    1_000_000,
-    10_000_000,
-    100_000_000,
-    1_000_000_000,
-    10_000_000_000,
-    100_000_000_000,
-];
+/// The scale of each covered binade: `10^m | m << 48`, at index
+/// `2 · (q + 33) + pow2`, where `m = -k = -floor(q · log10(2))`, one more
+/// at a power of two (`pow2`) when the narrower interval there is less than
+/// `10^k` wide. One load instead of a multiply, a load, a compare and a
+/// second load on every value's critical path.
+const SCALES: [u64; 68] = {
+    let mut t = [0u64; 68];
+    let mut i = 0;
+    while i < 68 {
+        let q = (i / 2) as i32 - 33;
+        let pow2 = i % 2 == 1;
+        let mut m = -((q * 78_913) >> 18);
+        let mut p = 1u64;
+        let mut j = 0;
+        while j < m {
+            p *= 10;
+            j += 1;
+        }
+        // In units of 2^(q-2) the narrower interval is 3 wide: is it
+        // less than 10^k = 2^(q-2) / (10^m / 2^(2-q)) wide?
+        if pow2 && 3 * p < 1 << (2 - q) {
+            m += 1;
+            p *= 10;
+        }
+        t[i] = p | (m as u64) << 48;
+        i += 1;
+    }
+    t
+};
 
 /// Whether [`write`] covers `v`: finite with a magnitude in [1e-3, 2^24).
 /// Outside it, texts come from `zmij`.
@@ -56,55 +69,65 @@ pub(super) fn covers(v: f32) -> bool {
 pub(super) fn write(v: f32, dst: &mut [u8; ROOM]) -> usize {
     debug_assert!(covers(v));
     let bits = v.to_bits();
-    let (d, k) = shortest(bits & 0x7fff_ffff);
+    let (d, m) = shortest(bits & 0x7fff_ffff);
     let sign = (bits >> 31) as usize;
     dst[0] = b'-';
-    let n = d.ilog10() as usize + 1;
-    // The digit values, most significant first, in the low bytes; zero
-    // bytes above them. Trailing zero digits come off (a count of zero
-    // bytes, not a loop of divisions).
-    let values = digit_values(d) >> (8 * (9 - n));
-    let zeros = (values.leading_zeros() / 8) as usize - (16 - n);
-    let (n, k) = (n - zeros, k + zeros as i32);
-    let digits = values + u128::from_le_bytes([b'0'; 16]);
     let at = sign;
+    // The digit values of `d` padded to nine, most significant first.
+    let values = digit_values(d);
+    if v.abs() < 1.0 {
+        // 1234e-6 -> 0.001234: the last digit of `d` is the m-th after the
+        // point (the shortest text of a float below 1 is below 1, so it has
+        // no digits before it), and the padding zeros are the zeros after
+        // "0.". No digit count needed; trailing zeros come off the length.
+        let m = m as usize;
+        let zeros = (values << 56).leading_zeros() as usize / 8;
+        let (drop, to) = if m >= 9 { (0, m - 9) } else { (9 - m, 0) };
+        put16(dst, at, u128::from(u64::from_le_bytes(*b"0.000000")));
+        put16(dst, at + 2 + to, (values >> (8 * drop)) + ASCII_ZEROS);
+        return at + 2 + m - zeros;
+    }
+    let n = d.ilog10() as usize + 1;
+    // The digits moved to the low bytes, zero bytes above them. Trailing
+    // zero digits come off (a count of zero bytes, not a loop of
+    // divisions).
+    let values = values >> (8 * (9 - n));
+    let zeros = (values.leading_zeros() / 8) as usize - (16 - n);
+    let (n, k) = (n - zeros, zeros as i32 - m as i32);
+    let digits = values + ASCII_ZEROS;
     let e = n as i32 - 1 + k; // the decimal exponent of the first digit
     if k >= 0 {
         // 1234e2 -> 123400.0
         put16(dst, at, digits);
-        put16(dst, at + n, u128::from_le_bytes([b'0'; 16]));
+        put16(dst, at + n, ASCII_ZEROS);
         let end = at + n + k as usize;
         dst[end] = b'.';
         dst[end + 1] = b'0';
         end + 2
-    } else if e >= 0 {
-        // 1234e-2 -> 12.34
+    } else {
+        // 1234e-2 -> 12.34 (at least one digit before the point: e >= 0)
         let int = e as usize + 1;
         put16(dst, at, digits);
         dst[at + int] = b'.';
         put16(dst, at + int + 1, digits >> (8 * int));
         at + n + 1
-    } else {
-        // 1234e-6 -> 0.001234
-        let zeros = (-e - 1) as usize;
-        put16(dst, at, u128::from(u64::from_le_bytes(*b"0.000000")));
-        put16(dst, at + 2 + zeros, digits);
-        at + 2 + zeros + n
     }
 }
+
+const ASCII_ZEROS: u128 = u128::from_le_bytes([b'0'; 16]);
 
 #[inline(always)]
 fn put16(dst: &mut [u8; ROOM], at: usize, v: u128) {
     dst[at..at + 16].copy_from_slice(&v.to_le_bytes());
 }
 
-/// The shortest decimal `d · 10^k` that reads back as the positive float
+/// The shortest decimal `d · 10^-m` that reads back as the positive float
 /// with these bits (and of those, the one closest to it), `d` possibly
 /// with trailing zeros. Without branches: which candidate wins is a coin
 /// toss for random data, and a mispredicted branch cost more than
 /// computing both.
 #[inline(always)]
-fn shortest(bits: u32) -> (u32, i32) {
+fn shortest(bits: u32) -> (u32, u32) {
     let frac = u64::from(bits & 0x7f_ffff);
     let q = (bits >> 23) as i32 - 150;
     // 1e-3 is above 2^-10 = 2^23 · 2^-33: the interval's ends times 10^11
@@ -118,11 +141,8 @@ fn shortest(bits: u32) -> (u32, i32) {
     // Round-to-nearest-even reads a midpoint as the even neighbour.
     let closed = c & 1 == 0;
     let s = (2 - q) as u32;
-    // m = -k = -floor(q · log10(2)), exact for |q| < 1650; one scale down
-    // when the narrower interval at a power of two is less than 10^k wide.
-    let mut m = (-((q * 78_913) >> 18)) as usize;
-    m += usize::from(pow2 & (3 * POW10[m] < 1 << s));
-    let p = POW10[m];
+    let scale = SCALES[(2 * (q + 33)) as usize | usize::from(pow2)];
+    let (p, m) = (scale & ((1 << 48) - 1), (scale >> 48) as u32);
     let (v, lo, hi) = (v4 * p, lo4 * p, hi4 * p);
     let above_lo = |x: u64| {
         let x = x << s;
@@ -140,7 +160,7 @@ fn shortest(bits: u32) -> (u32, i32) {
     let r = r + u64::from((rem > half) | ((rem == half) & (r & 1 == 1)));
     let r = r + u64::from(!above_lo(r));
     let d = if above_lo(ten) { ten } else { r };
-    (d as u32, -(m as i32))
+    (d as u32, m)
 }
 
 /// The nine decimal digits of `d < 10^9` as byte values (0-9), most
