@@ -21,8 +21,9 @@
 //! every comparison is exact in 64-bit integers.
 
 /// Bytes of room [`write`] needs after the start of the text. The text is
-/// at most 15 bytes long (`-16777215.0`, `-0.00123456789`); the rest is
-/// room for the fixed-size stores beyond its end.
+/// at most 14 bytes long (`-0.00123456789`: sign, `0.` and at most 11
+/// digits after the point; from 1 up, sign, 9 digits and the point); the
+/// stores reach at most 27 bytes in.
 pub(super) const ROOM: usize = super::batch::MAX_PUSH;
 
 /// The scale of each covered binade: `10^m | m << 48`, at index
