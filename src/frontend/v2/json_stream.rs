@@ -190,8 +190,9 @@ pub const PARALLEL_MIN_ELEMENTS: usize = 8192;
 
 /// Writes `data` with `vw`, a large piece of fixed-size values in two
 /// halves on two threads: the text so far and the second half's then go
-/// to `ready`, in that order, and `out` goes on after them.
-fn write_values(
+/// to `ready`, in that order, and `out` goes on after them. Public for
+/// `benches/two_threads.rs`, which times exactly this step.
+pub fn write_values(
     vw: &mut ValueWriter,
     data: &Bytes,
     out: &mut Vec<u8>,

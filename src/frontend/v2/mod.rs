@@ -15,7 +15,8 @@ use std::time::Instant;
 use http::{Request, Response, header};
 use hyper::body::Incoming;
 
-pub use read::{BinaryLabel, ClientFraming};
+pub use json_stream::write_values;
+pub use read::{BinaryLabel, ClientFraming, feed};
 pub use reply::Wanted;
 
 use crate::codec::v2::OutputSelection;

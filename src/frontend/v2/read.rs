@@ -132,8 +132,9 @@ pub async fn read_json(
 pub const PARALLEL_MIN_BYTES: usize = 64 << 10;
 
 /// Feeds one chunk of a JSON request: a large piece of tensor data in two
-/// halves on two threads, the same as one `feed`.
-fn feed(parser: &mut DocParser, chunk: Bytes) -> Result<(), DocError> {
+/// halves on two threads, the same as one `feed`. Public for
+/// `benches/two_threads.rs`, which times exactly this step.
+pub fn feed(parser: &mut DocParser, chunk: Bytes) -> Result<(), DocError> {
     let split = (chunk.len() >= PARALLEL_MIN_BYTES)
         .then(|| parser.split(&chunk))
         .flatten();
