@@ -185,11 +185,21 @@ async fn triton_errors_pass_through_unchanged() {
 }
 
 /// Counts of what reached Triton for `model`: (tap requests, statistics).
+/// Triton counts an inference after its answer is sent, so the statistics
+/// are read until two reads 20 ms apart agree (at most a second): a direct
+/// request answered just before would otherwise land between `before` and
+/// `after` (seen once in CI, on the one case Triton answers 200).
 async fn reached(tap: &TestBackend, triton: SocketAddr, model: &str) -> (usize, u64) {
-    (
-        tap.requests().len(),
-        crate::harness::triton_model_count(triton, model).await,
-    )
+    let mut count = crate::harness::triton_model_count(triton, model).await;
+    for _ in 0..50 {
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        let again = crate::harness::triton_model_count(triton, model).await;
+        if again == count {
+            break;
+        }
+        count = again;
+    }
+    (tap.requests().len(), count)
 }
 
 /// One request the gateway must answer itself with `want` while Triton
