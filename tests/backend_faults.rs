@@ -101,12 +101,13 @@ async fn a_backend_dying_mid_reply_aborts_the_client_stream() {
     assert!(text[..end].contains("content-length: 100"), "{text}");
     assert!(raw.len() - end < 100, "{text}");
 
-    // A binary reply translated to JSON as it streams: aborted too.
-    let header = r#"{"outputs":[{"name":"Y","datatype":"INT32","shape":[4],"parameters":{"binary_data_size":16}}]}"#;
+    // A binary reply translated to JSON as it streams (16K values, over
+    // the size written whole): aborted too.
+    let header = r#"{"outputs":[{"name":"Y","datatype":"INT32","shape":[16384],"parameters":{"binary_data_size":65536}}]}"#;
     let head = format!(
         "HTTP/1.1 200 OK\r\ninference-header-content-length: {}\r\ncontent-length: {}\r\n\r\n{header}",
         header.len(),
-        header.len() + 16
+        header.len() + 65536
     );
     let backend = dying(Box::leak(head.into_boxed_str()), &[1, 0, 0, 0, 2, 0, 0, 0]).await;
     let gw = gateway(&config(&backend.url(), "")).await;

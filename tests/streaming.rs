@@ -165,10 +165,15 @@ async fn large_json_reply_streams_before_the_backend_finishes() {
 
 #[tokio::test]
 async fn backend_cut_off_mid_stream_aborts_the_reply() {
-    let header = r#"{"outputs":[{"name":"OUT","datatype":"INT32","shape":[4],"parameters":{"binary_data_size":16}}]}"#;
+    // 16K INT32 values: over the size written whole, so the reply streams.
+    const N: usize = 16 << 10;
+    let header = format!(
+        r#"{{"outputs":[{{"name":"OUT","datatype":"INT32","shape":[{N}],"parameters":{{"binary_data_size":{}}}}}]}}"#,
+        N * 4
+    );
     let (backend, mut take) = ihcl_channel_backend(header.len()).await;
     let gw = gateway(&simple_config(&backend.url(), "")).await;
-    let client = tokio::spawn(send(
+    let client = tokio::spawn(open(
         gw.data_addr,
         "POST",
         "/v2/models/m/infer",
@@ -176,12 +181,83 @@ async fn backend_cut_off_mid_stream_aborts_the_reply() {
         r#"{"inputs":[{"name":"X","shape":[1],"datatype":"INT32","data":[1]}]}"#,
     ));
     let feed = take.recv().await.unwrap();
+    let mut first = header.into_bytes();
+    first.extend_from_slice(&le_i32(&[1, 2]));
+    feed.send(Bytes::from(first)).await.unwrap();
+    let resp = client.await.unwrap();
+    assert_eq!(resp.status(), 200);
+    assert!(resp.headers().get("content-length").is_none());
+    let mut body = resp.into_body();
+    let mut text = Vec::new();
+    while !text.ends_with(b"[1,2") {
+        text.extend_from_slice(&next_data(&mut body).await.expect("the first values"));
+    }
+    drop(feed); // 8 of 64K bytes, then the end.
+    // The reply was already streaming: the only honest signal left is to
+    // abort it, so the client sees a body error rather than a short JSON.
+    use http_body_util::BodyExt;
+    loop {
+        match body.frame().await {
+            Some(Ok(_)) => continue,
+            Some(Err(_)) => break,
+            None => panic!(
+                "a cut-off reply must not complete: {}",
+                String::from_utf8_lossy(&text)
+            ),
+        }
+    }
+}
+
+/// A small reply is written whole once its bytes are in, with a length: the
+/// client reads a sized body, and a backend that fails before the end gets
+/// the client a 502 naming the output instead of a cut-off stream.
+#[tokio::test]
+async fn a_small_reply_is_written_whole_with_a_length() {
+    let header = r#"{"outputs":[{"name":"OUT","datatype":"INT32","shape":[4],"parameters":{"binary_data_size":16}}]}"#;
+    let (backend, mut take) = ihcl_channel_backend(header.len()).await;
+    let gw = gateway(&simple_config(&backend.url(), "")).await;
+    let request = r#"{"inputs":[{"name":"X","shape":[1],"datatype":"INT32","data":[1]}]}"#;
+
+    let client = tokio::spawn(send(
+        gw.data_addr,
+        "POST",
+        "/v2/models/m/infer",
+        &[],
+        request,
+    ));
+    let feed = take.recv().await.unwrap();
     let mut first = header.as_bytes().to_vec();
     first.extend_from_slice(&le_i32(&[1, 2]));
     feed.send(Bytes::from(first)).await.unwrap();
-    drop(feed); // 8 of 16 bytes, then the end.
-    let result = client.await;
-    // The reply was already streaming: the only honest signal left is to
-    // abort it, so the client sees a body error rather than a short JSON.
-    assert!(result.is_err(), "a cut-off reply must not complete");
+    feed.send(Bytes::from(le_i32(&[-3, 4]))).await.unwrap();
+    drop(feed);
+    let got = client.await.unwrap();
+    assert_eq!(got.status, 200);
+    let text = r#"{"outputs":[{"name":"OUT","datatype":"INT32","shape":[4],"data":[1,2,-3,4]}]}"#;
+    assert_eq!(std::str::from_utf8(&got.body).unwrap(), text);
+    assert_eq!(
+        got.headers["content-length"],
+        text.len().to_string().as_str()
+    );
+    assert!(got.headers.get("transfer-encoding").is_none());
+
+    // Cut off after 8 of 16 bytes: nothing was sent yet, so a clear 502.
+    let client = tokio::spawn(send(
+        gw.data_addr,
+        "POST",
+        "/v2/models/m/infer",
+        &[],
+        request,
+    ));
+    let feed = take.recv().await.unwrap();
+    let mut first = header.as_bytes().to_vec();
+    first.extend_from_slice(&le_i32(&[1, 2]));
+    feed.send(Bytes::from(first)).await.unwrap();
+    drop(feed);
+    let got = client.await.unwrap();
+    assert_eq!(got.status, 502);
+    assert_eq!(
+        got.error(),
+        r#"backend "b" sent an invalid response: output "OUT" is missing 8 bytes"#
+    );
 }

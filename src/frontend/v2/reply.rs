@@ -101,12 +101,23 @@ pub async fn render(
         .tensors
         .iter()
         .any(|t| t.datatype == DataType::Bytes && matches!(t.data, EntryData::Binary { .. }));
-    if binary_framing && no_binary && !needs_check {
+    let small = doc
+        .binary_total()
+        .is_some_and(|total| total <= WHOLE_REPLY_BYTES);
+    if binary_framing && no_binary && !needs_check && !small {
         return Ok(stream_json(x, head, wanted.coding));
     }
     let (parts, reply) = head.collect(x).await?;
     assemble(x, parts, reply, wants, label, wanted.coding).await
 }
+
+/// An all-JSON reply whose binary outputs add up to at most this many bytes
+/// (8K FP32 values) is written whole, with a `Content-Length`, instead of
+/// streamed chunked: its bytes are in hand with the header or right after
+/// it, so streaming would gain nothing, and clients read a sized body with
+/// less work than a chunked one. Below the size a piece is written on two
+/// threads ([`super::json_stream::PARALLEL_MIN_ELEMENTS`]).
+pub const WHOLE_REPLY_BYTES: u64 = 32 << 10;
 
 /// The backend's reply as it is, compressed if the client accepts it.
 fn passthrough(reply: BackendReply, coding: Coding) -> Response<Body> {
