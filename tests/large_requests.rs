@@ -6,6 +6,8 @@
 
 mod common;
 
+use std::sync::atomic::Ordering;
+
 use common::{TestBackend, gateway, post_json, reply, simple_config};
 
 const N: usize = 300_000;
@@ -109,4 +111,187 @@ async fn errors_deep_in_large_data_name_their_element() {
         assert_eq!(got.error(), message);
     }
     assert!(backend.requests().is_empty(), "the backend saw a request");
+}
+
+/// The exact binary of `values`, checked element by element.
+fn assert_binary(body: &[u8], header_len: usize, values: &[f32]) {
+    let binary = &body[header_len..];
+    assert_eq!(binary.len(), 4 * values.len());
+    for (i, (chunk, want)) in binary.chunks_exact(4).zip(values).enumerate() {
+        let got = f32::from_le_bytes(chunk.try_into().unwrap());
+        assert_eq!(got.to_bits(), want.to_bits(), "element {i}");
+    }
+}
+
+fn header_len(seen: &common::Seen) -> usize {
+    seen.headers["inference-header-content-length"]
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap()
+}
+
+/// A single-input request sent at full speed goes out while it is read and
+/// is finished, not sent again: the backend gets each request once, whole,
+/// and no aborted one. (A request is abandoned and sent again when the
+/// client keeps the gateway waiting 50 ms: on a loaded machine that may
+/// happen to one, not to all five.)
+#[tokio::test]
+async fn a_large_request_read_at_full_speed_is_sent_once() {
+    let backend = backend().await;
+    let gw = gateway(&simple_config(&backend.url(), "")).await;
+    let values = values();
+    let body = request(&format!("[{N}]"), &texts(&values));
+    for _ in 0..5 {
+        let got = post_json(gw.data_addr, INFER, &body).await;
+        assert_eq!(got.status, 200, "{:?}", got.body);
+    }
+    let seen = backend.requests();
+    assert_eq!(seen.len(), 5);
+    for s in &seen {
+        assert_binary(&s.body, header_len(s), &values);
+    }
+    let aborted = backend.aborted.load(Ordering::SeqCst);
+    assert!(aborted < 5, "every request was sent twice");
+}
+
+/// Members after the inputs change the backend's header: the request
+/// started while the data was read is dropped unfinished, and the backend
+/// gets exactly one whole request, the right one.
+#[tokio::test]
+async fn members_after_the_data_still_reach_the_backend() {
+    let backend = backend().await;
+    let gw = gateway(&simple_config(&backend.url(), "")).await;
+    let values = values();
+    let data = texts(&values).join(",");
+    let cases = [
+        (
+            format!(
+                r#"{{"inputs":[{{"name":"X","shape":[{N}],"datatype":"FP32","data":[{data}]}}],"outputs":[{{"name":"Y"}}]}}"#
+            ),
+            r#"{"inputs":[{"name":"X","datatype":"FP32","shape":[300000],"parameters":{"binary_data_size":1200000}}],"outputs":[{"name":"Y","parameters":{"binary_data":true}}]}"#,
+        ),
+        (
+            format!(
+                r#"{{"id":"a","inputs":[{{"name":"X","shape":[{N}],"datatype":"FP32","data":[{data}],"parameters":{{"p":1}}}}]}}"#
+            ),
+            r#"{"id":"a","inputs":[{"name":"X","datatype":"FP32","shape":[300000],"parameters":{"p":1,"binary_data_size":1200000}}],"parameters":{"binary_data_output":true}}"#,
+        ),
+    ];
+    for (i, (body, header)) in cases.iter().enumerate() {
+        let got = post_json(gw.data_addr, INFER, body).await;
+        assert_eq!(got.status, 200, "{:?}", got.body);
+        let seen = backend.requests();
+        assert_eq!(seen.len(), i + 1, "whole requests the backend got");
+        assert_eq!(
+            backend.aborted.load(Ordering::SeqCst),
+            i + 1,
+            "aborted ones"
+        );
+        let seen = &seen[i];
+        let n = header_len(seen);
+        assert_eq!(std::str::from_utf8(&seen.body[..n]).unwrap(), *header);
+        assert_binary(&seen.body, n, &values);
+    }
+}
+
+/// A large request goes to the backend while the client is still sending
+/// it. A client that then stalls gets that backend request abandoned (it
+/// must not hold a backend connection), and the request goes whole once
+/// read: the backend handles exactly one complete request.
+#[tokio::test]
+async fn a_large_request_goes_out_while_the_client_sends_it() {
+    use http_body_util::BodyExt;
+    use hyper::service::service_fn;
+    use hyper_util::rt::TokioIo;
+    use std::sync::{Arc, Mutex};
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    #[derive(Default)]
+    struct Seen {
+        /// Complete requests: IHCL and body.
+        whole: Vec<(usize, Vec<u8>)>,
+        /// Bodies that ended in an error.
+        aborted: usize,
+    }
+    // A backend that says when the first bytes of a body arrive.
+    let (first_tx, mut first_rx) = tokio::sync::mpsc::channel::<()>(4);
+    let seen = Arc::new(Mutex::new(Seen::default()));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let (store, signal) = (seen.clone(), first_tx.clone());
+    let server = tokio::spawn(async move {
+        while let Ok((stream, _)) = listener.accept().await {
+            let (store, signal) = (store.clone(), signal.clone());
+            let svc = service_fn(move |req: http::Request<hyper::body::Incoming>| {
+                let (store, signal) = (store.clone(), signal.clone());
+                async move {
+                    let ihcl: usize = req.headers()["inference-header-content-length"]
+                        .to_str()
+                        .unwrap()
+                        .parse()
+                        .unwrap();
+                    let mut body = req.into_body();
+                    let mut all = Vec::new();
+                    while let Some(frame) = body.frame().await {
+                        let Ok(frame) = frame else {
+                            store.lock().unwrap().aborted += 1;
+                            return Err("aborted");
+                        };
+                        if let Ok(data) = frame.into_data() {
+                            if all.is_empty() {
+                                let _ = signal.send(()).await;
+                            }
+                            all.extend_from_slice(&data);
+                        }
+                    }
+                    store.lock().unwrap().whole.push((ihcl, all));
+                    let reply =
+                        r#"{"outputs":[{"name":"Y","datatype":"INT32","shape":[1],"data":[7]}]}"#;
+                    Ok(http::Response::builder()
+                        .header("content-type", "application/json")
+                        .body(http_body_util::Full::new(bytes::Bytes::from(reply)))
+                        .unwrap())
+                }
+            });
+            tokio::spawn(
+                hyper::server::conn::http1::Builder::new()
+                    .serve_connection(TokioIo::new(stream), svc),
+            );
+        }
+    });
+    let gw = gateway(&simple_config(&url, "")).await;
+    let values = values();
+    let body = request(&format!("[{N}]"), &texts(&values));
+    let cut = body.len() * 9 / 10;
+    let mut client = tokio::net::TcpStream::connect(gw.data_addr).await.unwrap();
+    let head = format!(
+        "POST {INFER} HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n",
+        body.len()
+    );
+    client.write_all(head.as_bytes()).await.unwrap();
+    client.write_all(&body.as_bytes()[..cut]).await.unwrap();
+    tokio::time::timeout(std::time::Duration::from_secs(5), first_rx.recv())
+        .await
+        .expect("the backend got nothing while the client was still sending");
+    // Stalls (the gateway waits 50 ms), then sends the rest.
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    client.write_all(&body.as_bytes()[cut..]).await.unwrap();
+    let mut reply = vec![0u8; 4096];
+    let n = tokio::time::timeout(std::time::Duration::from_secs(5), client.read(&mut reply))
+        .await
+        .expect("no answer")
+        .unwrap();
+    let text = String::from_utf8_lossy(&reply[..n]);
+    assert!(text.starts_with("HTTP/1.1 200"), "{text}");
+    let seen = std::mem::take(&mut *seen.lock().unwrap());
+    assert_eq!(seen.aborted, 1, "the abandoned request");
+    assert_eq!(seen.whole.len(), 1, "complete requests");
+    let (n, body) = &seen.whole[0];
+    assert_eq!(
+        std::str::from_utf8(&body[..*n]).unwrap(),
+        r#"{"inputs":[{"name":"X","datatype":"FP32","shape":[300000],"parameters":{"binary_data_size":1200000}}],"parameters":{"binary_data_output":true}}"#
+    );
+    assert_binary(body, *n, &values);
+    server.abort();
 }

@@ -13,7 +13,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use tensorgate::codec::v2::{DocError, DocKind, DocLimits, DocParser, Document};
+use tensorgate::codec::v2::{DocError, DocKind, DocLimits, DocParser, Document, EntryData};
 
 /// Chunk sizes from 1 to 64 bytes (sometimes up to 4 KiB), from `seed`.
 fn chunk_sizes(seed: u16, len: usize) -> Vec<usize> {
@@ -55,6 +55,9 @@ fn chunked(
     let mut p = DocParser::new(kind, limits);
     let mut first: Option<DocError> = None;
     let mut at = 0;
+    // What an early sender saw: data converted so far, and guesses.
+    let mut converted: Vec<(usize, Vec<u8>)> = Vec::new();
+    let mut guesses: Vec<Document> = Vec::new();
     for &size in sizes.iter().cycle() {
         if at >= doc.len() {
             break;
@@ -65,11 +68,30 @@ fn chunked(
             Some(e) => assert_eq!(result.as_ref(), Err(e), "feed after an error"),
             None => first = result.err(),
         }
+        if first.is_none() {
+            converted.extend(p.converted().map(|(i, c)| (i, c.to_vec())));
+            guesses.extend(p.provisional());
+        }
         at = end;
     }
     let done = p.finish();
     if let Some(e) = first {
         assert_eq!(done.as_ref().err(), Some(&e), "finish after an error");
+    }
+    if let Ok(d) = &done {
+        // Data handed out early is the start of the tensor's final data.
+        for (i, c) in &converted {
+            match &d.tensors[*i].data {
+                EntryData::Inline { data, .. } => assert!(data.starts_with(c), "tensor {i}"),
+                other => panic!("tensor {i} was converted but is {other:?}"),
+            }
+        }
+        // A guess keeps the members and whole tensors before the current.
+        for g in &guesses {
+            let whole = g.tensors.len() - 1;
+            assert_eq!(g.tensors[..whole], d.tensors[..whole]);
+            assert_eq!(g.members[..], d.members[..g.members.len()]);
+        }
     }
     done
 }

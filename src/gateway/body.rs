@@ -82,6 +82,58 @@ impl http_body::Body for ChunksBody {
     }
 }
 
+/// A body of `len` bytes whose pieces come through an unbounded channel (the
+/// sender holds what it sends anyway): a request sent while the client's
+/// request it is made from is still being read. An `Err` sent
+/// through the channel aborts it; so does the sender going away before
+/// `len` bytes came through (an exact-length body ending short).
+#[derive(Debug)]
+pub struct SizedChannelBody {
+    rx: tokio::sync::mpsc::UnboundedReceiver<Result<Bytes, BoxError>>,
+    remaining: u64,
+}
+
+impl SizedChannelBody {
+    pub fn new(
+        len: u64,
+    ) -> (
+        tokio::sync::mpsc::UnboundedSender<Result<Bytes, BoxError>>,
+        SizedChannelBody,
+    ) {
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+        (tx, SizedChannelBody { rx, remaining: len })
+    }
+}
+
+impl http_body::Body for SizedChannelBody {
+    type Data = Bytes;
+    type Error = BoxError;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
+        match self.rx.poll_recv(cx) {
+            Poll::Pending => Poll::Pending,
+            Poll::Ready(Some(Ok(b))) => {
+                self.remaining = self.remaining.saturating_sub(b.len() as u64);
+                Poll::Ready(Some(Ok(Frame::data(b))))
+            }
+            Poll::Ready(Some(Err(e))) => Poll::Ready(Some(Err(e))),
+            Poll::Ready(None) if self.remaining > 0 => Poll::Ready(Some(Err(format!(
+                "request body ended {} bytes short",
+                self.remaining
+            )
+            .into()))),
+            Poll::Ready(None) => Poll::Ready(None),
+        }
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        SizeHint::with_exact(self.remaining)
+    }
+}
+
 /// Bytes already read off a body, followed by the rest of it: puts a body
 /// back together after its head was inspected, without copying.
 #[derive(Debug)]

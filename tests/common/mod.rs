@@ -39,6 +39,8 @@ type Handler =
 pub struct TestBackend {
     pub addr: SocketAddr,
     pub seen: Arc<Mutex<Vec<Seen>>>,
+    /// Requests whose body ended in an error (never handled).
+    pub aborted: Arc<std::sync::atomic::AtomicUsize>,
     task: tokio::task::JoinHandle<()>,
 }
 
@@ -59,6 +61,8 @@ impl TestBackend {
         let addr = listener.local_addr().unwrap();
         let seen = Arc::new(Mutex::new(Vec::new()));
         let seen2 = seen.clone();
+        let aborted = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let aborted2 = aborted.clone();
         let task = tokio::spawn(async move {
             loop {
                 let Ok((stream, _)) = listener.accept().await else {
@@ -66,17 +70,24 @@ impl TestBackend {
                 };
                 let handler = handler.clone();
                 let seen = seen2.clone();
+                let aborted = aborted2.clone();
                 tokio::spawn(async move {
                     let svc = service_fn(move |req: Request<Incoming>| {
                         let handler = handler.clone();
                         let seen = seen.clone();
+                        let aborted = aborted.clone();
                         async move {
                             let (parts, body) = req.into_parts();
-                            let body = body
-                                .collect()
-                                .await
-                                .map(|b| b.to_bytes())
-                                .unwrap_or_default();
+                            // A request whose body never completes (the
+                            // gateway aborted it) is never handled: what a
+                            // real backend does.
+                            let body = match body.collect().await {
+                                Ok(b) => b.to_bytes(),
+                                Err(e) => {
+                                    aborted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                                    return Err(e);
+                                }
+                            };
                             let s = Seen {
                                 method: parts.method,
                                 path: parts
@@ -88,7 +99,7 @@ impl TestBackend {
                                 body,
                             };
                             seen.lock().unwrap().push(s.clone());
-                            Ok::<_, Infallible>(handler(s).await)
+                            Ok::<_, hyper::Error>(handler(s).await)
                         }
                     });
                     let _ = hyper::server::conn::http1::Builder::new()
@@ -97,7 +108,12 @@ impl TestBackend {
                 });
             }
         });
-        TestBackend { addr, seen, task }
+        TestBackend {
+            addr,
+            seen,
+            aborted,
+            task,
+        }
     }
 
     pub fn requests(&self) -> Vec<Seen> {

@@ -275,6 +275,37 @@ impl DocParser {
         }
     }
 
+    /// While a fixed-size tensor's `data` is being converted (its name,
+    /// datatype and shape known): the document as it would be if nothing
+    /// but the rest of that data followed. The members and tensors so far,
+    /// then this tensor with its data as `binary_data_size` (the size its
+    /// shape takes). For a caller that starts sending the document in
+    /// binary form before it is parsed whole, and holds that guess against
+    /// the document [`DocParser::finish`] returns.
+    pub fn provisional(&self) -> Option<Document> {
+        let State::Data(_) = &self.state else {
+            return None;
+        };
+        let current = self.entry.as_ref()?.provisional()?;
+        let mut tensors = self.tensors.clone();
+        tensors.push(current);
+        Some(Document {
+            kind: self.kind,
+            members: self.members.clone(),
+            tensors_at: self.tensors_at?,
+            tensors,
+        })
+    }
+
+    /// While a tensor's `data` is being converted: the tensor's index and
+    /// the data converted so far.
+    pub fn converted(&self) -> Option<(usize, &[u8])> {
+        let State::Data(parser) = &self.state else {
+            return None;
+        };
+        Some((self.entry.as_ref()?.index, parser.converted()))
+    }
+
     /// Tensor heads that became known since the last call.
     pub fn take_heads(&mut self) -> Vec<EntryHead> {
         std::mem::take(&mut self.heads)

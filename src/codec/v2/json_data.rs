@@ -140,6 +140,11 @@ impl DataParser {
         self.count
     }
 
+    /// What is converted so far, in the V2 binary layout.
+    pub fn converted(&self) -> &[u8] {
+        &self.out
+    }
+
     /// The converted data; call after [`Progress::Done`].
     pub fn into_data(self) -> (Vec<u8>, u64) {
         (self.out, self.count)

@@ -16,6 +16,7 @@ use http::{Request, Response, header};
 use hyper::body::Incoming;
 
 pub use json_stream::write_values;
+use read::EarlyStart;
 pub use read::{BinaryLabel, ClientFraming, feed};
 pub use reply::Wanted;
 
@@ -23,6 +24,7 @@ use crate::codec::v2::OutputSelection;
 use crate::config::ServerConfig;
 use crate::gateway::body::Body;
 use crate::gateway::client_body::ClientBody;
+use crate::gateway::core::backend::EarlySend;
 use crate::gateway::core::{Exchange, InferRequest, ModelRef, backend, raw_input};
 use crate::gateway::encoding::negotiate;
 use crate::gateway::error::GatewayError;
@@ -51,14 +53,19 @@ pub async fn infer(
     }
     let coding = negotiate(&parts.headers);
     let started = Instant::now();
-    let (header, data, label) = match framing {
+    let (header, data, label, early) = match framing {
         ClientFraming::Json => {
-            let (h, d) = read::read_json(route, &mut body).await?;
-            (h, d, BinaryLabel::Ihcl)
+            let start = EarlyStart {
+                x,
+                model: &model,
+                headers: &headers,
+            };
+            let read = read::read_json(route, &mut body, Some(start)).await?;
+            (read.header, read.data, BinaryLabel::Ihcl, read.early)
         }
         ClientFraming::Binary { header_len, label } => {
             let (h, d) = read::read_binary(route, &mut body, header_len).await?;
-            (h, d, label)
+            (h, d, label, None)
         }
         ClientFraming::Raw => {
             let raw = body.collect(None).await?;
@@ -89,9 +96,10 @@ pub async fn infer(
         data,
     };
     x.obs.elements("request", req.element_count());
-    let prepared = backend::prepare(x, req).await?;
+    let charged = early.as_ref().map_or(0, EarlySend::charged);
+    let prepared = backend::prepare_charged(x, req, charged).await?;
     x.obs.translation("request", started.elapsed());
-    let sent = prepared.send(x, headers).await?;
+    let sent = prepared.send_after(x, headers, early).await?;
     let wanted = Wanted {
         outputs,
         coding,

@@ -15,8 +15,9 @@ use crate::codec::v2::{
 };
 use crate::config::Route;
 use crate::gateway::client_body::ClientBody;
-use crate::gateway::core::TensorData;
+use crate::gateway::core::backend::EarlySend;
 use crate::gateway::core::checks::{check_heads, check_request};
+use crate::gateway::core::{Exchange, ModelRef, TensorData};
 use crate::gateway::error::GatewayError;
 use crate::gateway::parallel;
 use crate::tensor::{DataType, bytes_layout};
@@ -99,15 +100,48 @@ fn bad_framing(route: &Route) -> impl Fn(FramingError) -> GatewayError + '_ {
     }
 }
 
-/// A whole-JSON request body, converted while it streams in.
-pub async fn read_json(
+/// What a backend request may be started from while a JSON request is
+/// read (see [`EarlySend`]).
+pub struct EarlyStart<'a, 'b> {
+    pub x: Exchange<'a>,
+    pub model: &'b ModelRef,
+    pub headers: &'b HeaderMap,
+}
+
+/// A JSON request read whole, and the backend request started while it
+/// was read, if one was.
+pub struct JsonRequest<'a> {
+    pub header: Document,
+    pub data: Vec<TensorData>,
+    pub early: Option<EarlySend<'a>>,
+}
+
+/// A whole-JSON request body, converted while it streams in. With `start`,
+/// the backend request is started as soon as its header can be guessed
+/// (the first time a chunk ends inside a tensor's data; once).
+pub async fn read_json<'a>(
     route: &Route,
     body: &mut ClientBody,
-) -> Result<(Document, Vec<TensorData>), GatewayError> {
+    start: Option<EarlyStart<'a, '_>>,
+) -> Result<JsonRequest<'a>, GatewayError> {
     let mut parser = DocParser::new(DocKind::Request, doc_limits(route));
-    while let Some(chunk) = body.next().await? {
+    let mut start = start;
+    let mut early: Option<EarlySend<'a>> = None;
+    loop {
+        let next = match early.as_mut() {
+            Some(e) => e.drive(body.next()).await,
+            None => body.next().await,
+        };
+        let Some(chunk) = next? else { break };
         feed(&mut parser, chunk).map_err(bad_doc(route))?;
         check_heads(route, &parser.take_heads())?;
+        if let Some(e) = early.as_mut() {
+            e.push_from(&parser);
+        } else if parser.converted().is_some()
+            && let Some(s) = start.take()
+        {
+            early = EarlySend::start(s.x, s.model, s.headers, &parser)?;
+        }
     }
     let doc = parser.finish().map_err(bad_doc(route))?;
     check_request(route, &doc)?;
@@ -123,7 +157,11 @@ pub async fn read_json(
             })),
         })
         .collect::<Result<Vec<_>, _>>()?;
-    Ok((doc, data))
+    Ok(JsonRequest {
+        header: doc,
+        data,
+        early,
+    })
 }
 
 /// Chunks of at least this many bytes inside a tensor's data are converted

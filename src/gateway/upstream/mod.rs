@@ -32,6 +32,7 @@ mod replica;
 mod send;
 mod set;
 
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -75,6 +76,7 @@ struct Inner {
     set: ReplicaSet,
     models: Models,
     budget: Budget,
+    early: EarlyCredit,
     families: Option<ReplicaFamilies>,
     /// Asks the health checks for a round now.
     wake: Arc<Notify>,
@@ -86,6 +88,53 @@ impl Drop for Inner {
         let tasks = self.tasks.get_mut().unwrap_or_else(|p| p.into_inner());
         for t in tasks.drain(..) {
             t.abort();
+        }
+    }
+}
+
+/// Whether requests sent while they are read are worth trying for a
+/// backend: its clients may always put members after their inputs (an
+/// `"outputs"` list), and then every guess fails, costing an aborted
+/// backend request each. A credit: a guess that held adds one (up to
+/// [`EarlyCredit::MAX`]), one that did not takes one; at zero, one request
+/// in [`EarlyCredit::PROBE`] tries anyway, in case the clients changed.
+#[derive(Debug)]
+struct EarlyCredit {
+    credit: AtomicU32,
+    asked: AtomicU32,
+}
+
+impl EarlyCredit {
+    const START: u32 = 4;
+    const MAX: u32 = 16;
+    const PROBE: u32 = 32;
+
+    fn allowed(&self) -> bool {
+        self.credit.load(Ordering::Relaxed) > 0
+            || self
+                .asked
+                .fetch_add(1, Ordering::Relaxed)
+                .is_multiple_of(Self::PROBE)
+    }
+
+    fn outcome(&self, held: bool) {
+        let _ = self
+            .credit
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |c| {
+                Some(if held {
+                    (c + 1).min(Self::MAX)
+                } else {
+                    c.saturating_sub(1)
+                })
+            });
+    }
+}
+
+impl Default for EarlyCredit {
+    fn default() -> Self {
+        EarlyCredit {
+            credit: AtomicU32::new(Self::START),
+            asked: AtomicU32::new(1),
         }
     }
 }
@@ -125,6 +174,10 @@ pub enum OutBody {
     Empty,
     Chunks(Vec<Bytes>),
     Stream(Body),
+    /// A stream the backend's time to answer counts from the end of: the
+    /// receiver hears when the last of it was handed over (a request sent
+    /// while the client's is still read, whose reading has its own limits).
+    Early(Body, tokio::sync::oneshot::Receiver<()>),
 }
 
 impl OutBody {
@@ -132,15 +185,27 @@ impl OutBody {
         match self {
             OutBody::Empty => empty(),
             OutBody::Chunks(c) => ChunksBody::new(c.iter().cloned()).boxed(),
-            OutBody::Stream(_) => match std::mem::replace(self, OutBody::Empty) {
-                OutBody::Stream(b) => b,
-                _ => empty(),
-            },
+            OutBody::Stream(_) | OutBody::Early(..) => {
+                match std::mem::replace(self, OutBody::Empty) {
+                    OutBody::Stream(b) | OutBody::Early(b, _) => b,
+                    _ => empty(),
+                }
+            }
         }
     }
 
     fn replayable(&self) -> bool {
-        !matches!(self, OutBody::Stream(_))
+        !matches!(self, OutBody::Stream(_) | OutBody::Early(..))
+    }
+
+    /// For [`OutBody::Early`]: the signal that the body was all handed
+    /// over (the stream stays).
+    fn take_end(&mut self) -> Option<tokio::sync::oneshot::Receiver<()>> {
+        let OutBody::Early(_, end) = self else {
+            return None;
+        };
+        let (_, none) = tokio::sync::oneshot::channel();
+        Some(std::mem::replace(end, none))
     }
 }
 
@@ -188,6 +253,7 @@ impl Upstream {
             set: ReplicaSet::new(replicas),
             models,
             budget: Budget::new(&backend.retries),
+            early: EarlyCredit::default(),
             families,
             wake: Arc::new(Notify::new()),
             tasks: Mutex::new(Vec::new()),
@@ -202,6 +268,18 @@ impl Upstream {
 
     pub fn name(&self) -> &str {
         &self.backend.name
+    }
+
+    /// Whether to send a JSON request while it is read (its header a guess,
+    /// see `core::backend::EarlySend`): yes while guesses for this backend
+    /// mostly hold.
+    pub fn early_allowed(&self) -> bool {
+        self.inner.early.allowed()
+    }
+
+    /// Tells whether a guess held.
+    pub fn early_outcome(&self, held: bool) {
+        self.inner.early.outcome(held);
     }
 
     /// The current replicas.

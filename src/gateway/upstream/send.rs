@@ -33,6 +33,7 @@ impl Upstream {
         let limit = backend.request_timeout;
         let deadline = Instant::now() + limit;
         let replayable = out.body.replayable();
+        let mut end = out.body.take_end();
         let own_host = out.headers.contains_key(header::HOST);
         let tracked = out.model.as_deref().and_then(|m| self.inner.models.get(m));
         self.inner.budget.request(now_ms());
@@ -58,8 +59,11 @@ impl Upstream {
             lease.hold(replica.slot(backend, backend.connect_timeout).await?);
             let again = replayable && tried.len() <= retries as usize;
             let req = request(replica, &mut out, again, own_host);
-            let sent =
-                tokio::time::timeout_at(deadline.into(), replica.client().request(req)).await;
+            let exchange = replica.client().request(req);
+            let sent = match end.take() {
+                None => tokio::time::timeout_at(deadline.into(), exchange).await,
+                Some(end) => answer_after(end, limit, exchange).await,
+            };
             let failure = match sent {
                 Err(_) => {
                     self.failed(replica, "timeout", &replicas);
@@ -297,6 +301,22 @@ impl Upstream {
 
 /// The request for one attempt on `replica`. The headers are copied when
 /// another attempt may follow, else moved.
+/// `exchange`, given `limit` from when `end` fires (or its sender goes) to
+/// answer.
+async fn answer_after<F: std::future::Future>(
+    end: tokio::sync::oneshot::Receiver<()>,
+    limit: std::time::Duration,
+    exchange: F,
+) -> Result<F::Output, tokio::time::error::Elapsed> {
+    tokio::pin!(exchange);
+    tokio::select! {
+        biased;
+        answer = &mut exchange => return Ok(answer),
+        _ = end => {}
+    }
+    tokio::time::timeout(limit, exchange).await
+}
+
 fn request(replica: &Replica, out: &mut Outgoing, again: bool, own_host: bool) -> Request<Body> {
     let mut req = Request::new(out.body.take());
     *req.method_mut() = out.method.clone();
@@ -319,4 +339,49 @@ fn request_id<'a>(obs: Option<&'a Observation>, headers: &'a HeaderMap) -> &'a s
         .or_else(|| headers.get(REQUEST_ID))
         .and_then(|v: &HeaderValue| v.to_str().ok())
         .unwrap_or("")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::answer_after;
+    use std::time::Duration;
+    use tokio::sync::oneshot;
+
+    async fn after(ms: u64) -> u64 {
+        tokio::time::sleep(Duration::from_millis(ms)).await;
+        ms
+    }
+
+    /// The limit counts from the end signal: an answer long after the start
+    /// but soon after the end is in time, one long after the end is not.
+    #[tokio::test(start_paused = true)]
+    async fn the_time_to_answer_counts_from_the_end_of_the_body() {
+        let limit = Duration::from_millis(100);
+        // Answered before the body ended: in time, however long.
+        let (_end, ended) = oneshot::channel::<()>();
+        assert_eq!(answer_after(ended, limit, after(5_000)).await, Ok(5_000));
+
+        // The body ends at 1 s, the answer comes at 1.05 s: in time.
+        let (end, ended) = oneshot::channel();
+        let body = async move {
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            let _ = end.send(());
+        };
+        let (answer, ()) = tokio::join!(answer_after(ended, limit, after(1_050)), body);
+        assert_eq!(answer, Ok(1_050));
+
+        // The body ends at 1 s, nothing by 1.1 s: too late.
+        let (end, ended) = oneshot::channel();
+        let body = async move {
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            let _ = end.send(());
+        };
+        let (answer, ()) = tokio::join!(answer_after(ended, limit, after(1_200)), body);
+        assert!(answer.is_err());
+
+        // The sender gone (the body aborted): the limit runs from then.
+        let (end, ended) = oneshot::channel::<()>();
+        drop(end);
+        assert!(answer_after(ended, limit, after(200)).await.is_err());
+    }
 }

@@ -270,3 +270,27 @@ async fn a_dns_backend_finds_its_replicas() {
         &format!("127.0.0.1:{}", up.addr.port())
     );
 }
+
+/// Guesses that keep failing turn sending while reading off, but for one
+/// probe in 32; one that holds turns it back on.
+#[test]
+fn early_sends_stop_after_failed_guesses_and_probe() {
+    let c = super::EarlyCredit::default();
+    for _ in 0..4 {
+        assert!(c.allowed());
+        c.outcome(false);
+    }
+    let probes = (0..64).filter(|_| c.allowed()).count();
+    assert_eq!(probes, 2);
+    c.outcome(true);
+    assert!(c.allowed());
+    for _ in 0..100 {
+        c.outcome(true);
+    }
+    for _ in 0..16 {
+        assert!(c.allowed());
+        c.outcome(false);
+    }
+    let probes = (0..32).filter(|_| c.allowed()).count();
+    assert_eq!(probes, 1, "the most credit is 16");
+}

@@ -115,6 +115,33 @@ impl EntryBuilder {
         })
     }
 
+    /// The entry as it would be if it ended now with its data given as
+    /// `binary_data_size` (the size its shape takes): `None` unless name, a
+    /// fixed-size datatype and shape are known and nothing in it so far
+    /// would make it an error or put its data elsewhere.
+    pub fn provisional(&self) -> Option<TensorEntry> {
+        let (name, datatype, shape) = (self.name.as_ref()?, self.datatype?, self.shape.as_ref()?);
+        let size = shape
+            .element_count()
+            .ok()?
+            .checked_mul(datatype.fixed_size()? as u64)?;
+        let parameters = self.parameters.clone().unwrap_or_default();
+        if ["binary_data_size", "shared_memory_region"]
+            .iter()
+            .any(|k| parameters.contains_key(*k))
+        {
+            return None;
+        }
+        Some(TensorEntry {
+            name: name.clone(),
+            datatype,
+            shape: shape.clone(),
+            parameters,
+            extra: self.extra.clone(),
+            data: EntryData::Binary { size },
+        })
+    }
+
     /// Checks the complete entry; its head goes to `heads` if it was not
     /// announced yet. `subject` names the tensor as far as it is known.
     pub fn finish(

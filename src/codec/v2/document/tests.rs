@@ -406,3 +406,58 @@ fn a_cut_in_the_next_tensors_data_is_not_taken_for_this_ones() {
     p.feed_cut(rest).unwrap();
     assert_eq!(p.finish().unwrap(), parse(DocKind::Request, &json).unwrap());
 }
+
+/// Inside a tensor's data the provisional document is the finished one
+/// with that data as `binary_data_size`, when nothing but the data follows;
+/// members after it make the two differ. `converted` gives the data so far.
+#[test]
+fn the_provisional_document_is_the_finished_one_when_only_data_follows() {
+    let json = r#"{"id":"a","inputs":[{"name":"B","datatype":"INT8","shape":[1],"data":[5]},{"name":"A","datatype":"FP32","shape":[3],"data":[1.5, 2, -3]}]}"#;
+    let inside = json.find("2, -3").unwrap();
+    let mut p = DocParser::new(DocKind::Request, DocLimits::default());
+    assert!(p.provisional().is_none());
+    p.feed(&json.as_bytes()[..inside]).unwrap();
+    let provisional = p.provisional().unwrap();
+    let (index, converted) = p.converted().unwrap();
+    assert_eq!(index, 1);
+    assert_eq!(converted, 1.5f32.to_le_bytes());
+    p.feed(&json.as_bytes()[inside..]).unwrap();
+    assert!(p.provisional().is_none(), "past the data");
+    let mut finished = p.finish().unwrap();
+    let EntryData::Inline { data, .. } = &finished.tensors[1].data else {
+        panic!("{:?}", finished.tensors[1].data);
+    };
+    assert_eq!(data.len(), 12);
+    finished.tensors[1].data = EntryData::Binary { size: 12 };
+    assert_eq!(provisional, finished);
+
+    for after in [
+        r#"]}],"outputs":[{"name":"Y"}]}"#,
+        r#"],"parameters":{"p":1}}]}"#,
+        r#"]},{"name":"C","datatype":"INT8","shape":[1],"data":[1]}]}"#,
+    ] {
+        let json = format!(
+            r#"{{"inputs":[{{"name":"A","datatype":"FP32","shape":[2],"data":[1, 2{after}"#
+        );
+        let mut p = DocParser::new(DocKind::Request, DocLimits::default());
+        let inside = json.find(", 2").unwrap();
+        p.feed(&json.as_bytes()[..inside]).unwrap();
+        let provisional = p.provisional().unwrap();
+        p.feed(&json.as_bytes()[inside..]).unwrap();
+        let mut finished = p.finish().unwrap();
+        finished.tensors[0].data = EntryData::Binary { size: 8 };
+        assert_ne!(provisional, finished, "{json}");
+    }
+
+    // No guess for data whose size is not known from its head.
+    for json in [
+        r#"{"inputs":[{"name":"A","datatype":"BYTES","shape":[2],"data":["a", "b"]}]}"#,
+        r#"{"inputs":[{"name":"A","datatype":"FP32","parameters":{"binary_data_size":8},"shape":[2],"data":[1, 2]}]}"#,
+    ] {
+        let mut p = DocParser::new(DocKind::Request, DocLimits::default());
+        p.feed(&json.as_bytes()[..json.find(", ").unwrap()])
+            .unwrap();
+        assert!(p.converted().is_some(), "{json}");
+        assert!(p.provisional().is_none(), "{json}");
+    }
+}

@@ -4,6 +4,7 @@
 //! from the request's [`ModelRef`](super::ModelRef), never from the
 //! client's path), and hands back the reply to be read ([`BackendReply`]).
 
+mod early;
 mod reply;
 mod request;
 
@@ -13,6 +14,7 @@ use bytes::Bytes;
 use http::header::{self, HeaderValue};
 use http::{HeaderMap, Response};
 
+pub use early::EarlySend;
 pub use reply::{BackendReply, ReplyError, ReplyFraming, ReplyHead, ReplyStream};
 pub use request::RequestBody;
 
@@ -65,7 +67,18 @@ pub async fn off_thread<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'stati
 /// every frontend's request is whole and its element count known. Writing a
 /// large request as JSON (for a JSON backend) happens on a blocking thread.
 pub async fn prepare(x: Exchange<'_>, req: InferRequest) -> Result<Prepared, GatewayError> {
-    x.obs.charge_elements(req.element_count())?;
+    prepare_charged(x, req, 0).await
+}
+
+/// [`prepare`] for a request of which `charged` elements were charged
+/// already (by an [`EarlySend`] that did not go through).
+pub async fn prepare_charged(
+    x: Exchange<'_>,
+    req: InferRequest,
+    charged: u64,
+) -> Result<Prepared, GatewayError> {
+    x.obs
+        .charge_elements(req.element_count().saturating_sub(charged))?;
     let InferRequest {
         model,
         header,
@@ -87,6 +100,23 @@ impl Prepared {
     /// id, tracing, ...); body and hop-by-hop headers are set here.
     pub async fn send(self, x: Exchange<'_>, headers: HeaderMap) -> Result<Sent, GatewayError> {
         send_body(x, &self.model, self.body, headers).await
+    }
+
+    /// Sends it, unless `early` (started while the client's request was
+    /// read) already sent this very request: then the rest of its body goes
+    /// and its answer is this one's.
+    pub async fn send_after(
+        self,
+        x: Exchange<'_>,
+        headers: HeaderMap,
+        early: Option<EarlySend<'_>>,
+    ) -> Result<Sent, GatewayError> {
+        if let Some(early) = early
+            && let Some(sent) = early.finish(&self.body).await
+        {
+            return sent;
+        }
+        self.send(x, headers).await
     }
 }
 
@@ -150,27 +180,15 @@ async fn send_body(
     x: Exchange<'_>,
     model: &ModelRef,
     body: RequestBody,
-    mut headers: HeaderMap,
+    headers: HeaderMap,
 ) -> Result<Sent, GatewayError> {
     let len = body.len();
-    // The gateway reads the reply itself: ask for it uncompressed.
-    headers.remove(header::ACCEPT_ENCODING);
-    headers.insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static(body.content_type),
-    );
-    headers.insert(header::CONTENT_LENGTH, HeaderValue::from(len));
-    if let Some(n) = body.header_len {
-        headers.insert(IHCL_HEADER, HeaderValue::from(n));
-    }
-    let out = Outgoing {
-        method: http::Method::POST,
-        path: model.infer_path(),
-        headers,
-        body: OutBody::Chunks(body.chunks),
-        model: Some(model.name.clone()),
-        idempotent: x.route.retry_infer,
+    let head = BodyHead {
+        len,
+        header_len: body.header_len,
+        content_type: body.content_type,
     };
+    let out = outgoing(x, model, head, OutBody::Chunks(body.chunks), headers);
     x.obs.backend_out(len);
     let sent = Instant::now();
     // The shadow's copy goes once the real request has its answer.
@@ -179,6 +197,51 @@ async fn send_body(
     if let Some(copy) = copy {
         copy.start();
     }
+    received(x, resp, sent)
+}
+
+/// How a backend request's body is described in its headers.
+struct BodyHead {
+    len: u64,
+    header_len: Option<u64>,
+    content_type: &'static str,
+}
+
+/// The backend request for `model`'s infer endpoint. `headers` are the
+/// ones the frontend forwards; body headers are set here.
+fn outgoing(
+    x: Exchange<'_>,
+    model: &ModelRef,
+    head: BodyHead,
+    body: OutBody,
+    mut headers: HeaderMap,
+) -> Outgoing {
+    // The gateway reads the reply itself: ask for it uncompressed.
+    headers.remove(header::ACCEPT_ENCODING);
+    headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static(head.content_type),
+    );
+    headers.insert(header::CONTENT_LENGTH, HeaderValue::from(head.len));
+    if let Some(n) = head.header_len {
+        headers.insert(IHCL_HEADER, HeaderValue::from(n));
+    }
+    Outgoing {
+        method: http::Method::POST,
+        path: model.infer_path(),
+        headers,
+        body,
+        model: Some(model.name.clone()),
+        idempotent: x.route.retry_infer,
+    }
+}
+
+/// The backend's answer to a request whose last byte went at `sent`.
+fn received(
+    x: Exchange<'_>,
+    resp: Result<Response<UpstreamBody>, GatewayError>,
+    sent: Instant,
+) -> Result<Sent, GatewayError> {
     let resp = resp?;
     x.obs.upstream_first_byte(sent.elapsed());
     let (parts, body) = resp.into_parts();

@@ -9,8 +9,8 @@
 use bytes::Bytes;
 use serde_json::{Map, Value};
 
-use crate::codec::v2::Document;
 use crate::codec::v2::json_write::{DocWriter, TensorForm, ValueWriter};
+use crate::codec::v2::{Document, TensorEntry};
 use crate::config::WireFormat;
 use crate::gateway::core::TensorData;
 use crate::gateway::error::GatewayError;
@@ -55,18 +55,43 @@ pub fn build(
     }
 }
 
-fn binary(header: &Document, data: Vec<TensorData>) -> RequestBody {
+/// The JSON header of a binary-format request: `sizes` gives each input's
+/// data size, `None` for an input in shared memory.
+fn binary_header(header: &Document, sizes: impl Iterator<Item = Option<u64>>) -> Vec<u8> {
     let mut text = Vec::with_capacity(256 + 96 * header.tensors.len());
     let mut w = DocWriter::new();
     w.open(header, &mut text);
-    for (t, bytes) in header.tensors.iter().zip(&data) {
-        let form = match bytes {
-            TensorData::SharedMemory => TensorForm::AsIs,
-            TensorData::Pieces(_) => TensorForm::Binary(bytes.len()),
-        };
+    for (t, size) in header.tensors.iter().zip(sizes) {
+        let form = size.map_or(TensorForm::AsIs, TensorForm::Binary);
         w.tensor_open(t, form, &mut text);
     }
     w.close(header, &mut text);
+    text
+}
+
+/// The JSON header of the binary-format request for a document whose
+/// inputs all carry their size (data inline or `binary_data_size`) and
+/// none is in shared memory: what [`build`] would write first for it.
+/// `None` when some input is in shared memory.
+pub fn provisional_header(mut header: Document) -> Option<Vec<u8>> {
+    let sizes: Vec<Option<u64>> = header
+        .tensors
+        .iter()
+        .map(TensorEntry::binary_size)
+        .collect();
+    if sizes.iter().any(Option::is_none) {
+        return None;
+    }
+    ask_for_binary_outputs(&mut header);
+    Some(binary_header(&header, sizes.into_iter()))
+}
+
+fn binary(header: &Document, data: Vec<TensorData>) -> RequestBody {
+    let sizes = data.iter().map(|d| match d {
+        TensorData::SharedMemory => None,
+        TensorData::Pieces(_) => Some(d.len()),
+    });
+    let text = binary_header(header, sizes);
     let header_len = text.len() as u64;
     let mut chunks = Vec::with_capacity(1 + data.len());
     chunks.push(Bytes::from(text));
