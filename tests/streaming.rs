@@ -216,22 +216,26 @@ async fn a_small_reply_is_written_whole_with_a_length() {
     let header = r#"{"outputs":[{"name":"OUT","datatype":"INT32","shape":[4],"parameters":{"binary_data_size":16}}]}"#;
     let (backend, mut take) = ihcl_channel_backend(header.len()).await;
     let gw = gateway(&simple_config(&backend.url(), "")).await;
-    let request = r#"{"inputs":[{"name":"X","shape":[1],"datatype":"INT32","data":[1]}]}"#;
+    // One request; the backend answers the header, then `pieces`, then ends.
+    let mut exchange = async |pieces: &[&[i32]]| {
+        let request = r#"{"inputs":[{"name":"X","shape":[1],"datatype":"INT32","data":[1]}]}"#;
+        let client = tokio::spawn(send(
+            gw.data_addr,
+            "POST",
+            "/v2/models/m/infer",
+            &[],
+            request,
+        ));
+        let feed = take.recv().await.unwrap();
+        feed.send(Bytes::from(header)).await.unwrap();
+        for piece in pieces {
+            feed.send(Bytes::from(le_i32(piece))).await.unwrap();
+        }
+        drop(feed);
+        client.await.unwrap()
+    };
 
-    let client = tokio::spawn(send(
-        gw.data_addr,
-        "POST",
-        "/v2/models/m/infer",
-        &[],
-        request,
-    ));
-    let feed = take.recv().await.unwrap();
-    let mut first = header.as_bytes().to_vec();
-    first.extend_from_slice(&le_i32(&[1, 2]));
-    feed.send(Bytes::from(first)).await.unwrap();
-    feed.send(Bytes::from(le_i32(&[-3, 4]))).await.unwrap();
-    drop(feed);
-    let got = client.await.unwrap();
+    let got = exchange(&[&[1, 2], &[-3, 4]]).await;
     assert_eq!(got.status, 200);
     let text = r#"{"outputs":[{"name":"OUT","datatype":"INT32","shape":[4],"data":[1,2,-3,4]}]}"#;
     assert_eq!(std::str::from_utf8(&got.body).unwrap(), text);
@@ -242,19 +246,7 @@ async fn a_small_reply_is_written_whole_with_a_length() {
     assert!(got.headers.get("transfer-encoding").is_none());
 
     // Cut off after 8 of 16 bytes: nothing was sent yet, so a clear 502.
-    let client = tokio::spawn(send(
-        gw.data_addr,
-        "POST",
-        "/v2/models/m/infer",
-        &[],
-        request,
-    ));
-    let feed = take.recv().await.unwrap();
-    let mut first = header.as_bytes().to_vec();
-    first.extend_from_slice(&le_i32(&[1, 2]));
-    feed.send(Bytes::from(first)).await.unwrap();
-    drop(feed);
-    let got = client.await.unwrap();
+    let got = exchange(&[&[1, 2]]).await;
     assert_eq!(got.status, 502);
     assert_eq!(
         got.error(),
