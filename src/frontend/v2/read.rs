@@ -122,10 +122,9 @@ pub struct JsonRequest<'a> {
 pub async fn read_json<'a>(
     route: &Route,
     body: &mut ClientBody,
-    start: Option<EarlyStart<'a, '_>>,
+    mut start: Option<EarlyStart<'a, '_>>,
 ) -> Result<JsonRequest<'a>, GatewayError> {
     let mut parser = DocParser::new(DocKind::Request, doc_limits(route));
-    let mut start = start;
     let mut early: Option<EarlySend<'a>> = None;
     loop {
         let next = match early.as_mut() {

@@ -177,7 +177,7 @@ pub enum OutBody {
     /// A stream the backend's time to answer counts from the end of: the
     /// receiver hears when the last of it was handed over (a request sent
     /// while the client's is still read, whose reading has its own limits).
-    Early(Body, tokio::sync::oneshot::Receiver<()>),
+    Early(Body, Option<tokio::sync::oneshot::Receiver<()>>),
 }
 
 impl OutBody {
@@ -201,11 +201,10 @@ impl OutBody {
     /// For [`OutBody::Early`]: the signal that the body was all handed
     /// over (the stream stays).
     fn take_end(&mut self) -> Option<tokio::sync::oneshot::Receiver<()>> {
-        let OutBody::Early(_, end) = self else {
-            return None;
-        };
-        let (_, none) = tokio::sync::oneshot::channel();
-        Some(std::mem::replace(end, none))
+        match self {
+            OutBody::Early(_, end) => end.take(),
+            _ => None,
+        }
     }
 }
 

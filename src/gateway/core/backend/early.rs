@@ -135,7 +135,7 @@ impl<'a> EarlySend<'a> {
             x,
             model,
             head,
-            OutBody::Early(body.boxed_unsync(), ended),
+            OutBody::Early(body.boxed_unsync(), Some(ended)),
             headers.clone(),
         );
         let mut early = EarlySend {
