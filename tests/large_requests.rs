@@ -7,6 +7,10 @@
 mod common;
 
 use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use common::{TestBackend, gateway, post_json, reply, simple_config};
 
@@ -195,34 +199,34 @@ async fn members_after_the_data_still_reach_the_backend() {
     }
 }
 
-/// A large request goes to the backend while the client is still sending
-/// it. A client that then stalls gets that backend request abandoned (it
-/// must not hold a backend connection), and the request goes whole once
-/// read: the backend handles exactly one complete request.
-#[tokio::test]
-async fn a_large_request_goes_out_while_the_client_sends_it() {
+/// Complete requests (IHCL and body) and aborted ones, as a
+/// [`signalling_backend`] saw them.
+#[derive(Default)]
+struct Seen {
+    whole: Vec<(usize, Vec<u8>)>,
+    aborted: usize,
+}
+
+/// A backend that says (on the receiver) when the first bytes of a body
+/// arrive, and records what it got; answers one INT32 output.
+async fn signalling_backend() -> (
+    String,
+    Arc<Mutex<Seen>>,
+    tokio::sync::mpsc::Receiver<()>,
+    tokio::task::JoinHandle<()>,
+) {
     use http_body_util::BodyExt;
     use hyper::service::service_fn;
     use hyper_util::rt::TokioIo;
-    use std::sync::{Arc, Mutex};
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-    #[derive(Default)]
-    struct Seen {
-        /// Complete requests: IHCL and body.
-        whole: Vec<(usize, Vec<u8>)>,
-        /// Bodies that ended in an error.
-        aborted: usize,
-    }
-    // A backend that says when the first bytes of a body arrive.
-    let (first_tx, mut first_rx) = tokio::sync::mpsc::channel::<()>(4);
+    let (first_tx, first_rx) = tokio::sync::mpsc::channel::<()>(4);
     let seen = Arc::new(Mutex::new(Seen::default()));
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
-    let (store, signal) = (seen.clone(), first_tx.clone());
+    let store = seen.clone();
     let server = tokio::spawn(async move {
         while let Ok((stream, _)) = listener.accept().await {
-            let (store, signal) = (store.clone(), signal.clone());
+            let (store, signal) = (store.clone(), first_tx.clone());
             let svc = service_fn(move |req: http::Request<hyper::body::Incoming>| {
                 let (store, signal) = (store.clone(), signal.clone());
                 async move {
@@ -260,29 +264,51 @@ async fn a_large_request_goes_out_while_the_client_sends_it() {
             );
         }
     });
-    let gw = gateway(&simple_config(&url, "")).await;
-    let values = values();
-    let body = request(&format!("[{N}]"), &texts(&values));
+    (url, seen, first_rx, server)
+}
+
+/// Posts `body` on a raw connection in two parts: nine tenths, then, once
+/// the backend has the first bytes of its request (within 5 s, or the test
+/// fails) and `stall` has passed, the rest. Returns the reply's start.
+async fn post_in_two_parts(
+    addr: std::net::SocketAddr,
+    body: &str,
+    first: &mut tokio::sync::mpsc::Receiver<()>,
+    stall: Duration,
+) -> String {
     let cut = body.len() * 9 / 10;
-    let mut client = tokio::net::TcpStream::connect(gw.data_addr).await.unwrap();
+    let mut client = tokio::net::TcpStream::connect(addr).await.unwrap();
     let head = format!(
         "POST {INFER} HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n",
         body.len()
     );
     client.write_all(head.as_bytes()).await.unwrap();
     client.write_all(&body.as_bytes()[..cut]).await.unwrap();
-    tokio::time::timeout(std::time::Duration::from_secs(5), first_rx.recv())
+    tokio::time::timeout(Duration::from_secs(5), first.recv())
         .await
         .expect("the backend got nothing while the client was still sending");
-    // Stalls (the gateway waits 50 ms), then sends the rest.
-    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    tokio::time::sleep(stall).await;
     client.write_all(&body.as_bytes()[cut..]).await.unwrap();
     let mut reply = vec![0u8; 4096];
-    let n = tokio::time::timeout(std::time::Duration::from_secs(5), client.read(&mut reply))
+    let n = tokio::time::timeout(Duration::from_secs(5), client.read(&mut reply))
         .await
         .expect("no answer")
         .unwrap();
-    let text = String::from_utf8_lossy(&reply[..n]);
+    String::from_utf8_lossy(&reply[..n]).into_owned()
+}
+
+/// A large request goes to the backend while the client is still sending
+/// it. A client that then stalls gets that backend request abandoned (it
+/// must not hold a backend connection), and the request goes whole once
+/// read: the backend handles exactly one complete request.
+#[tokio::test]
+async fn a_large_request_goes_out_while_the_client_sends_it() {
+    let (url, seen, mut first, server) = signalling_backend().await;
+    let gw = gateway(&simple_config(&url, "")).await;
+    let values = values();
+    let body = request(&format!("[{N}]"), &texts(&values));
+    // Stalls (the gateway waits 50 ms), then sends the rest.
+    let text = post_in_two_parts(gw.data_addr, &body, &mut first, Duration::from_millis(300)).await;
     assert!(text.starts_with("HTTP/1.1 200"), "{text}");
     let seen = std::mem::take(&mut *seen.lock().unwrap());
     assert_eq!(seen.aborted, 1, "the abandoned request");
@@ -294,4 +320,56 @@ async fn a_large_request_goes_out_while_the_client_sends_it() {
     );
     assert_binary(body, *n, &values);
     server.abort();
+}
+
+/// A request with a first input ahead of its large one: two inputs of
+/// 600 KB each (the first alone below the early-send size, both together
+/// above it: the guess is tried again in the second one's data), and a
+/// small input before a 1.2 MB one. Either way the backend request starts
+/// in the second input's data, with the first one's whole data sent ahead
+/// of it, and the guess holds. The backend gets each request exactly once
+/// whole; one is dropped and sent again only when a loaded machine kept
+/// the gateway waiting 50 ms for the rest, which does not happen three
+/// times in a row (a guess that never holds, such as one whose length
+/// leaves out the first input's data, drops all three).
+#[tokio::test]
+async fn an_input_after_the_first_starts_the_early_request() {
+    const TRIES: usize = 3;
+    let values = values();
+    for first_len in [N / 2, 16] {
+        let (url, seen, mut first, server) = signalling_backend().await;
+        let gw = gateway(&simple_config(&url, "")).await;
+        let (a, b) = values.split_at(first_len);
+        let body = format!(
+            r#"{{"inputs":[{{"name":"A","shape":[{}],"datatype":"FP32","data":[{}]}},{{"name":"B","shape":[{}],"datatype":"FP32","data":[{}]}}]}}"#,
+            a.len(),
+            texts(a).join(", "),
+            b.len(),
+            texts(b).join(", ")
+        );
+        for _ in 0..TRIES {
+            // A request sent again after an abandoned one signals too.
+            while first.try_recv().is_ok() {}
+            let text = post_in_two_parts(gw.data_addr, &body, &mut first, Duration::ZERO).await;
+            assert!(text.starts_with("HTTP/1.1 200"), "{text}");
+        }
+        let seen = std::mem::take(&mut *seen.lock().unwrap());
+        assert!(
+            seen.aborted < TRIES,
+            "{first_len}: every early request was dropped"
+        );
+        assert_eq!(seen.whole.len(), TRIES, "{first_len}: complete requests");
+        let header = format!(
+            r#"{{"inputs":[{{"name":"A","datatype":"FP32","shape":[{}],"parameters":{{"binary_data_size":{}}}}},{{"name":"B","datatype":"FP32","shape":[{}],"parameters":{{"binary_data_size":{}}}}}],"parameters":{{"binary_data_output":true}}}}"#,
+            a.len(),
+            4 * a.len(),
+            b.len(),
+            4 * b.len()
+        );
+        for (n, body) in &seen.whole {
+            assert_eq!(std::str::from_utf8(&body[..*n]).unwrap(), header);
+            assert_binary(body, *n, &values);
+        }
+        server.abort();
+    }
 }

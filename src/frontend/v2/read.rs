@@ -15,7 +15,7 @@ use crate::codec::v2::{
 };
 use crate::config::Route;
 use crate::gateway::client_body::ClientBody;
-use crate::gateway::core::backend::EarlySend;
+use crate::gateway::core::backend::{Attempt, EarlySend};
 use crate::gateway::core::checks::{check_heads, check_request};
 use crate::gateway::core::{Exchange, ModelRef, TensorData};
 use crate::gateway::error::GatewayError;
@@ -126,6 +126,8 @@ pub async fn read_json<'a>(
 ) -> Result<JsonRequest<'a>, GatewayError> {
     let mut parser = DocParser::new(DocKind::Request, doc_limits(route));
     let mut early: Option<EarlySend<'a>> = None;
+    // The tensor the last attempt was made in: one attempt per tensor.
+    let mut tried: Option<usize> = None;
     loop {
         let next = match early.as_mut() {
             Some(e) => e.drive(body.next()).await,
@@ -136,10 +138,16 @@ pub async fn read_json<'a>(
         check_heads(route, &parser.take_heads())?;
         if let Some(e) = early.as_mut() {
             e.push_from(&parser);
-        } else if parser.converted().is_some()
-            && let Some(s) = start.take()
+        } else if let Some((tensor, _)) = parser.converted()
+            && tried != Some(tensor)
+            && let Some(s) = start.as_ref()
         {
-            early = EarlySend::start(s.x, s.model, s.headers, &parser)?;
+            tried = Some(tensor);
+            match EarlySend::start(s.x, s.model, s.headers, &parser)? {
+                Attempt::Started(e) => (early, start) = (Some(e), None),
+                Attempt::NotYet => {}
+                Attempt::Never => start = None,
+            }
         }
     }
     let doc = parser.finish().map_err(bad_doc(route))?;

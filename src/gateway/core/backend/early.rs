@@ -6,7 +6,9 @@
 //! order: an `"outputs"` list or `"parameters"` after the inputs changes
 //! the header. So the header is a guess, made once the data of a large
 //! fixed-size tensor starts: the document as if nothing but that data
-//! followed (the common single-input request). The data goes out as it is
+//! followed (the common single-input request). Tried in each tensor's data
+//! until the request's data so far is large enough; the tensors before the
+//! one it is made in are whole by then and go first. The data goes out as it is
 //! converted, all but its last byte. Once the document is parsed whole the
 //! guess is held against the request's real header. The same: the last
 //! bytes go, and the backend's answer is the request's. Different, or the
@@ -77,6 +79,18 @@ pub struct EarlySend<'a> {
     exchange: Option<Exchanging<'a>>,
 }
 
+/// What [`EarlySend::start`] made of a request read so far.
+#[derive(Debug)]
+pub enum Attempt<'a> {
+    /// The backend request is on its way.
+    Started(EarlySend<'a>),
+    /// Not with what is read so far; once the data of a later tensor has
+    /// begun, it may be (the request's data known so far is too small).
+    NotYet,
+    /// Not for this request.
+    Never,
+}
+
 impl<'a> EarlySend<'a> {
     /// Starts the backend request for what `parser` has read so far, when
     /// that is possible and worth it: a binary-format route without a
@@ -89,22 +103,26 @@ impl<'a> EarlySend<'a> {
         model: &ModelRef,
         headers: &HeaderMap,
         parser: &DocParser,
-    ) -> Result<Option<EarlySend<'a>>, GatewayError> {
+    ) -> Result<Attempt<'a>, GatewayError> {
         if x.route.backend_format != WireFormat::Binary || x.shadow.is_some() {
-            return Ok(None);
+            return Ok(Attempt::Never);
         }
-        let Some(doc) = parser.provisional() else {
-            return Ok(None);
+        let (Some(doc), Some((tensor, converted))) = (parser.provisional(), parser.converted())
+        else {
+            return Ok(Attempt::NotYet);
         };
-        let Some((tensor, converted)) = parser.converted() else {
-            return Ok(None);
-        };
-        let data_len = doc.binary_total().unwrap_or(0);
-        if data_len < EARLY_MIN_BYTES
-            || tensor + 1 != doc.tensors.len()
-            || !x.upstream.early_allowed()
-        {
-            return Ok(None);
+        // All of the body's data: the tensors before this one are whole,
+        // their data inline (`binary_total` counts only what follows).
+        let data_len = doc
+            .tensors
+            .iter()
+            .map(|t| t.binary_size().unwrap_or(0))
+            .sum::<u64>();
+        if data_len < EARLY_MIN_BYTES || tensor + 1 != doc.tensors.len() {
+            return Ok(Attempt::NotYet);
+        }
+        if !x.upstream.early_allowed() {
+            return Ok(Attempt::Never);
         }
         // The tensors before this one, whole (their data inline).
         let before: Vec<Bytes> = doc.tensors[..tensor]
@@ -115,11 +133,11 @@ impl<'a> EarlySend<'a> {
             })
             .collect();
         if before.len() != tensor {
-            return Ok(None);
+            return Ok(Attempt::Never);
         }
         let elements = doc.element_count();
         let Some(header) = request::provisional_header(doc) else {
-            return Ok(None);
+            return Ok(Attempt::Never);
         };
         x.obs.charge_elements(elements)?;
         let header = Bytes::from(header);
@@ -155,7 +173,7 @@ impl<'a> EarlySend<'a> {
             early.hand_over(piece);
         }
         early.push(converted);
-        Ok(Some(early))
+        Ok(Attempt::Started(early))
     }
 
     /// Elements charged to the caller's limits for the guessed request.

@@ -14,7 +14,7 @@ use bytes::Bytes;
 use http::header::{self, HeaderValue};
 use http::{HeaderMap, Response};
 
-pub use early::EarlySend;
+pub use early::{Attempt, EarlySend};
 pub use reply::{BackendReply, ReplyError, ReplyFraming, ReplyHead, ReplyStream};
 pub use request::RequestBody;
 
