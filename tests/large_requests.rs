@@ -268,12 +268,13 @@ async fn signalling_backend() -> (
 }
 
 /// Posts `body` on a raw connection in two parts: nine tenths, then, once
-/// the backend has the first bytes of its request (within 5 s, or the test
-/// fails) and `stall` has passed, the rest. Returns the reply's start.
+/// the backend has the first bytes of its request (`first` says so within
+/// 5 s, or the test fails) and `stall` has passed, the rest. Returns the
+/// reply's start.
 async fn post_in_two_parts(
     addr: std::net::SocketAddr,
     body: &str,
-    first: &mut tokio::sync::mpsc::Receiver<()>,
+    first: Option<&mut tokio::sync::mpsc::Receiver<()>>,
     stall: Duration,
 ) -> String {
     let cut = body.len() * 9 / 10;
@@ -284,9 +285,11 @@ async fn post_in_two_parts(
     );
     client.write_all(head.as_bytes()).await.unwrap();
     client.write_all(&body.as_bytes()[..cut]).await.unwrap();
-    tokio::time::timeout(Duration::from_secs(5), first.recv())
-        .await
-        .expect("the backend got nothing while the client was still sending");
+    if let Some(first) = first {
+        tokio::time::timeout(Duration::from_secs(5), first.recv())
+            .await
+            .expect("the backend got nothing while the client was still sending");
+    }
     tokio::time::sleep(stall).await;
     client.write_all(&body.as_bytes()[cut..]).await.unwrap();
     let mut reply = vec![0u8; 4096];
@@ -308,7 +311,13 @@ async fn a_large_request_goes_out_while_the_client_sends_it() {
     let values = values();
     let body = request(&format!("[{N}]"), &texts(&values));
     // Stalls (the gateway waits 50 ms), then sends the rest.
-    let text = post_in_two_parts(gw.data_addr, &body, &mut first, Duration::from_millis(300)).await;
+    let text = post_in_two_parts(
+        gw.data_addr,
+        &body,
+        Some(&mut first),
+        Duration::from_millis(300),
+    )
+    .await;
     assert!(text.starts_with("HTTP/1.1 200"), "{text}");
     let seen = std::mem::take(&mut *seen.lock().unwrap());
     assert_eq!(seen.aborted, 1, "the abandoned request");
@@ -350,7 +359,8 @@ async fn an_input_after_the_first_starts_the_early_request() {
         for _ in 0..TRIES {
             // A request sent again after an abandoned one signals too.
             while first.try_recv().is_ok() {}
-            let text = post_in_two_parts(gw.data_addr, &body, &mut first, Duration::ZERO).await;
+            let text =
+                post_in_two_parts(gw.data_addr, &body, Some(&mut first), Duration::ZERO).await;
             assert!(text.starts_with("HTTP/1.1 200"), "{text}");
         }
         let seen = std::mem::take(&mut *seen.lock().unwrap());
@@ -372,4 +382,50 @@ async fn an_input_after_the_first_starts_the_early_request() {
         }
         server.abort();
     }
+}
+
+/// A backend that answers before reading the body (503 at once, as an
+/// overloaded server may) ends the request sent while the client's was
+/// read: the request goes again, and that one alone counts against the
+/// replica (the backend sees two, the replica's errors say one).
+#[tokio::test]
+async fn an_answer_before_the_body_ends_counts_once() {
+    use hyper::service::service_fn;
+    use hyper_util::rt::TokioIo;
+    use std::sync::atomic::AtomicUsize;
+
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let hits = Arc::new(AtomicUsize::new(0));
+    let counter = hits.clone();
+    let server = tokio::spawn(async move {
+        while let Ok((stream, _)) = listener.accept().await {
+            let counter = counter.clone();
+            let svc = service_fn(move |_req: http::Request<hyper::body::Incoming>| {
+                counter.fetch_add(1, Ordering::SeqCst);
+                async {
+                    http::Response::builder()
+                        .status(503)
+                        .header("content-type", "application/json")
+                        .body(http_body_util::Full::new(bytes::Bytes::from_static(
+                            br#"{"error":"busy"}"#,
+                        )))
+                }
+            });
+            tokio::spawn(
+                hyper::server::conn::http1::Builder::new()
+                    .serve_connection(TokioIo::new(stream), svc),
+            );
+        }
+    });
+    let gw = gateway(&simple_config(&url, "")).await;
+    let body = request(&format!("[{N}]"), &texts(&values()));
+    let text = post_in_two_parts(gw.data_addr, &body, None, Duration::from_millis(200)).await;
+    assert!(text.starts_with("HTTP/1.1 503"), "{text}");
+    assert_eq!(hits.load(Ordering::SeqCst), 2, "requests the backend saw");
+    let m = common::scrape_text(&gw).await;
+    let series =
+        format!(r#"tensorgate_replica_errors_total{{backend="b",kind="5xx",replica="{url}"}}"#);
+    assert_eq!(common::metric(&m, &series), Some(1.0), "{series}");
+    server.abort();
 }

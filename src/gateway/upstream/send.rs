@@ -60,8 +60,11 @@ impl Upstream {
             let again = replayable && tried.len() <= retries as usize;
             let req = request(replica, &mut out, again, own_host);
             let exchange = replica.client().request(req);
-            let sent = match end.take() {
-                None => tokio::time::timeout_at(deadline.into(), exchange).await,
+            let (sent, before_end) = match end.take() {
+                None => (
+                    tokio::time::timeout_at(deadline.into(), exchange).await,
+                    false,
+                ),
                 Some(end) => answer_after(end, limit, exchange).await,
             };
             let failure = match sent {
@@ -69,6 +72,10 @@ impl Upstream {
                     self.failed(replica, "timeout", &replicas);
                     return Err(self.timeout(limit));
                 }
+                // An answer before the body's end: a request sent while the
+                // client's was read (`core::backend::early`), which the
+                // caller drops and sends again. That one counts.
+                Ok(Ok(resp)) if before_end => return Ok(self.reply(resp, lease, obs)),
                 Ok(Ok(resp)) => {
                     let status = resp.status();
                     if status.is_server_error() {
@@ -102,6 +109,16 @@ impl Upstream {
             };
             if let Failure::Body(e) = failure {
                 return Err(e);
+            }
+            if before_end {
+                tracing::debug!(
+                    backend = self.name(),
+                    replica = replica.label,
+                    request_id = request_id(obs, &out.headers),
+                    detail = failure.detail(),
+                    "exchange failed before its body ended: the request goes again"
+                );
+                return Err(self.error(failure));
             }
             self.failed(replica, failure.kind(), &replicas);
             let others = replicas.len() > tried.len();
@@ -302,19 +319,20 @@ impl Upstream {
 /// The request for one attempt on `replica`. The headers are copied when
 /// another attempt may follow, else moved.
 /// `exchange`, given `limit` from when `end` fires (or its sender goes) to
-/// answer.
+/// answer; and whether it answered before that. The end is looked at
+/// first: an answer that was there when the body ended is the request's.
 async fn answer_after<F: std::future::Future>(
     end: tokio::sync::oneshot::Receiver<()>,
     limit: std::time::Duration,
     exchange: F,
-) -> Result<F::Output, tokio::time::error::Elapsed> {
+) -> (Result<F::Output, tokio::time::error::Elapsed>, bool) {
     tokio::pin!(exchange);
     tokio::select! {
         biased;
-        answer = &mut exchange => return Ok(answer),
         _ = end => {}
+        answer = &mut exchange => return (Ok(answer), true),
     }
-    tokio::time::timeout(limit, exchange).await
+    (tokio::time::timeout(limit, exchange).await, false)
 }
 
 fn request(replica: &Replica, out: &mut Outgoing, again: bool, own_host: bool) -> Request<Body> {
@@ -359,7 +377,10 @@ mod tests {
         let limit = Duration::from_millis(100);
         // Answered before the body ended: in time, however long.
         let (_end, ended) = oneshot::channel::<()>();
-        assert_eq!(answer_after(ended, limit, after(5_000)).await, Ok(5_000));
+        assert_eq!(
+            answer_after(ended, limit, after(5_000)).await,
+            (Ok(5_000), true)
+        );
 
         // The body ends at 1 s, the answer comes at 1.05 s: in time.
         let (end, ended) = oneshot::channel();
@@ -368,7 +389,7 @@ mod tests {
             let _ = end.send(());
         };
         let (answer, ()) = tokio::join!(answer_after(ended, limit, after(1_050)), body);
-        assert_eq!(answer, Ok(1_050));
+        assert_eq!(answer, (Ok(1_050), false));
 
         // The body ends at 1 s, nothing by 1.1 s: too late.
         let (end, ended) = oneshot::channel();
@@ -376,12 +397,14 @@ mod tests {
             tokio::time::sleep(Duration::from_secs(1)).await;
             let _ = end.send(());
         };
-        let (answer, ()) = tokio::join!(answer_after(ended, limit, after(1_200)), body);
-        assert!(answer.is_err());
+        let ((answer, before_end), ()) =
+            tokio::join!(answer_after(ended, limit, after(1_200)), body);
+        assert!(answer.is_err() && !before_end);
 
         // The sender gone (the body aborted): the limit runs from then.
         let (end, ended) = oneshot::channel::<()>();
         drop(end);
-        assert!(answer_after(ended, limit, after(200)).await.is_err());
+        let (answer, before_end) = answer_after(ended, limit, after(200)).await;
+        assert!(answer.is_err() && !before_end);
     }
 }
