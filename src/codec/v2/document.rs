@@ -329,7 +329,7 @@ impl DocParser {
         if !matches!(self.state, State::End) {
             return Err(self.syntax(pending.len(), "unexpected end of input"));
         }
-        let tensors_at = self.tensors_at.ok_or(DocError::MissingTensors {
+        let tensors_at = self.tensors_at.ok_or_else(|| DocError::MissingTensors {
             key: self.kind.tensors_key(),
         })?;
         Ok(Document {

@@ -72,10 +72,12 @@ impl EntryBuilder {
                 let Value::String(name) = value else {
                     return Err(bad("datatype", "must be a string"));
                 };
-                let dt = DataType::from_v2_name(&name).ok_or(DocError::UnknownDatatype {
-                    subject: subject.clone(),
-                    datatype: name,
-                })?;
+                let Some(dt) = DataType::from_v2_name(&name) else {
+                    return Err(DocError::UnknownDatatype {
+                        subject: subject.clone(),
+                        datatype: name,
+                    });
+                };
                 self.datatype = Some(dt);
             }
             "shape" => {
@@ -154,14 +156,15 @@ impl EntryBuilder {
             subject: subject.clone(),
             field,
         };
-        let name = self.name.clone().ok_or_else(|| missing("name"))?;
+        // Announced first: it needs all three, as this does.
+        heads.extend(self.new_head());
+        let name = self.name.take().ok_or_else(|| missing("name"))?;
         let subject = Subject {
             name: Some(name.clone()),
             ..subject
         };
         let datatype = self.datatype.ok_or_else(|| missing("datatype"))?;
-        let shape = self.shape.clone().ok_or_else(|| missing("shape"))?;
-        heads.extend(self.new_head());
+        let shape = self.shape.take().ok_or_else(|| missing("shape"))?;
         let expected = shape
             .element_count()
             .map_err(|_| DocError::TooManyElements {
