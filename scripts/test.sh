@@ -79,7 +79,7 @@ step "codec property tests soaked (20,000 cases)"
 PROPTEST_CASES=20000 cargo test --locked --test proptest_codecs
 
 step "every FP32 text f32_text writes against zmij's (570 million floats, release)"
-cargo test --locked --release --lib every_covered_float_matches_zmij -- --ignored
+cargo test --locked --release -p tensorgate-codec --lib every_covered_float_matches_zmij -- --ignored
 
 step "SageMaker SDK and boto3 against the SageMaker frontend (demo and real Triton)"
 TENSORGATE_BIN="$BIN" bash scripts/sagemaker/client.sh python tests/sagemaker/clients.py

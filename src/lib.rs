@@ -8,17 +8,16 @@
 //! the wire formats and never does I/O; [`gateway`] is the HTTP layer with
 //! the inference core every [`frontend`] (one per client protocol) shares.
 
+pub use tensorgate_codec::{codec, rules, tensor};
+
 pub mod auth;
 pub mod calendar;
 pub mod cli;
-pub mod codec;
 pub mod config;
 pub mod demo;
 pub mod frontend;
 pub mod gateway;
 pub mod metrics;
 pub mod reload;
-pub mod rules;
 pub mod server;
-pub mod tensor;
 pub mod tls;

@@ -9,8 +9,8 @@ use super::{CsvDecoder, JsonDecoder, JsonLinesDecoder, RecordIoDecoder};
 /// Any request decoder. The loop a frontend runs:
 ///
 /// ```
-/// use tensorgate::codec::sagemaker::{DecodeConfig, RequestDecoder, RequestFormat};
-/// use tensorgate::tensor::DataType;
+/// use tensorgate_codec::codec::sagemaker::{DecodeConfig, RequestDecoder, RequestFormat};
+/// use tensorgate_codec::tensor::DataType;
 ///
 /// let mut dec = RequestDecoder::new(RequestFormat::Csv, &DecodeConfig::new(DataType::F32))?;
 /// let mut batches = Vec::new();
