@@ -17,7 +17,7 @@ use tensorgate::auth::KeySet;
 use tensorgate::auth::keys::digest;
 use tensorgate::auth::sigv4::{Authorization, Signed, verify};
 use tensorgate::config::{Backend, Config, Rate, RateLimit, Rates, Route, RouteAuth, ServerConfig};
-use tensorgate::gateway::guard::{Registry, Unit};
+use tensorgate::guard::{Registry, Unit};
 
 fn keys(n: usize) -> KeySet {
     let text: String = (0..n).map(|i| format!("k{i}:key-{i:016}\n")).collect();

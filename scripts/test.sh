@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # The whole test suite, as CI runs it:
-#   1. cargo fmt --check, clippy -D warnings, and the dependency policy
-#      (scripts/deny.sh: licenses, sources, duplicate versions);
+#   1. cargo fmt --check, clippy -D warnings, the layering check
+#      (scripts/check/layers.py: each module imports only from its floor or
+#      the floors below, docs/ARCHITECTURE.md), cargo doc with broken links
+#      denied, and the dependency policy (scripts/deny.sh: licenses,
+#      sources, duplicate versions);
 #   2. a real Triton 2.51, two more Tritons as replicas of one backend
 #      (scripts/triton-pair.sh) and a KServe 0.21 server started on
 #      127.0.0.1 (scripts/triton-backend.sh, scripts/kserve-backend.sh), then every
@@ -34,6 +37,11 @@ step "cargo fmt --check"
 cargo fmt --all -- --check
 step "cargo clippy -D warnings"
 cargo clippy --all-targets --locked -- -D warnings
+
+step "layering: no import from a floor above (docs/ARCHITECTURE.md), no modules importing each other"
+python3 scripts/check/layers.py
+step "cargo doc, broken intra-doc links denied"
+RUSTDOCFLAGS="-D warnings -A rustdoc::private_intra_doc_links" cargo doc --locked --no-deps --workspace --quiet
 
 step "cargo deny check bans licenses sources (deny.toml)"
 bash scripts/deny.sh

@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use clap::Parser;
 use tensorgate::cli::{Cli, Command, LogFormat, ServeArgs, debug};
 use tensorgate::config::{Config, DEFAULT_ADMIN_LISTEN, DEFAULT_LISTEN};
-use tensorgate::gateway::access;
+use tensorgate::observe::access;
 use tensorgate::reload::{self, Loader, Overrides, Source};
 
 /// mimalloc: per-thread free lists, no arena lock on the request path

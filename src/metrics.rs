@@ -14,6 +14,7 @@ pub use replicas::{
     REPLICA_STATES, RETRY_OUTCOMES, ReplicaFamilies, ReplicaSeries, ReplicaState, SHADOW_OUTCOMES,
 };
 
+use crate::error::UpstreamKind;
 use prometheus::{
     Encoder, Histogram, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge,
     IntGaugeVec, Opts, Registry, TextEncoder,
@@ -33,24 +34,39 @@ pub const TRANSLATION_BUCKETS: &[f64] = &[
     0.5, 1.0, 2.5,
 ];
 
-/// The `kind` values of `tensorgate_upstream_errors_total`.
-pub const UPSTREAM_ERROR_KINDS: [&str; 7] = [
-    "refused",
-    "timeout",
-    "reset",
-    "invalid",
-    "saturated",
-    "5xx",
-    "unavailable",
+/// The `kind` values of `tensorgate_replica_errors_total`: the upstream
+/// kinds that happen on one replica (`unavailable` is about the backend as
+/// a whole).
+pub const REPLICA_ERROR_KINDS: [UpstreamKind; 6] = [
+    UpstreamKind::Refused,
+    UpstreamKind::Timeout,
+    UpstreamKind::Reset,
+    UpstreamKind::Invalid,
+    UpstreamKind::Saturated,
+    UpstreamKind::ServerError,
 ];
 
-/// The `kind` values of `tensorgate_replica_errors_total`: the upstream
-/// kinds that happen on one replica.
-pub const REPLICA_ERROR_KINDS: [&str; 6] =
-    ["refused", "timeout", "reset", "invalid", "saturated", "5xx"];
+/// The frontend a request came through: the `kind` label.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Kind {
+    /// V2 inference, and every endpoint passed through.
+    V2,
+    Decthings,
+    SageMaker,
+}
 
-/// The `kind` label values: one per frontend.
-pub const KINDS: [&str; 3] = ["v2", "decthings", "sagemaker"];
+impl Kind {
+    /// Every kind, in label order.
+    pub const ALL: [Kind; 3] = [Kind::V2, Kind::Decthings, Kind::SageMaker];
+
+    pub const fn label(self) -> &'static str {
+        match self {
+            Kind::V2 => "v2",
+            Kind::Decthings => "decthings",
+            Kind::SageMaker => "sagemaker",
+        }
+    }
+}
 
 /// One route's series, resolved once: looking a series up by its labels
 /// hashes them and takes a lock, which the request path did a dozen times
@@ -65,9 +81,9 @@ pub struct RouteMetrics {
     /// Upstream latency to each of the route's backends, in the order of
     /// its split (none for `_none`).
     pub upstream: Vec<UpstreamSeries>,
-    /// Request duration per kind, in [`KINDS`] order, made on first use (a
-    /// route no frontend of a kind reaches shows no series for it).
-    duration: [OnceLock<Histogram>; KINDS.len()],
+    /// Request duration per kind, in [`Kind::ALL`] order, made on first
+    /// use (a route no frontend of a kind reaches shows no series for it).
+    duration: [OnceLock<Histogram>; Kind::ALL.len()],
     request_duration: HistogramVec,
     route: String,
 }
@@ -82,19 +98,12 @@ pub struct UpstreamSeries {
 
 impl RouteMetrics {
     /// The request-duration series of this route for `kind`.
-    pub fn duration(&self, kind: usize) -> &Histogram {
-        let kind = kind.min(KINDS.len() - 1);
-        self.duration[kind].get_or_init(|| {
+    pub fn duration(&self, kind: Kind) -> &Histogram {
+        self.duration[kind as usize].get_or_init(|| {
             self.request_duration
-                .with_label_values(&[&self.route, KINDS[kind]])
+                .with_label_values(&[&self.route, kind.label()])
         })
     }
-}
-
-/// The index of a `kind` label value in [`KINDS`] (unknown kinds count as
-/// the first).
-pub fn kind_index(kind: &str) -> usize {
-    KINDS.iter().position(|k| *k == kind).unwrap_or(0)
 }
 
 /// Every metric the gateway exports, behind one `Arc`: every request's
@@ -316,8 +325,9 @@ impl Metrics {
     /// will have, so dashboards and alerts see 0 rather than nothing.
     pub fn init_series(&self, config: &crate::config::Config) {
         for backend in config.backends.keys() {
-            for kind in UPSTREAM_ERROR_KINDS {
-                self.upstream_errors.with_label_values(&[backend, kind]);
+            for kind in UpstreamKind::ALL {
+                self.upstream_errors
+                    .with_label_values(&[backend, kind.label()]);
             }
         }
         for route in &config.routes {

@@ -11,7 +11,7 @@ mod faults;
 use common::*;
 use faults::*;
 use serde_json::json;
-use tensorgate::gateway::encoding::{Coding, compress};
+use tensorgate::http::encoding::{Coding, compress};
 
 const LIMIT: usize = 4096;
 const INFER: &str = "/v2/models/m/infer";

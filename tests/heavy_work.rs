@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use common::*;
-use tensorgate::gateway::encoding::{Coding, Decoder, compress};
+use tensorgate::http::encoding::{Coding, Decoder, compress};
 
 const BIG: usize = 64 << 20;
 

@@ -135,9 +135,9 @@ async fn gzip_bomb_is_413_after_at_most_the_limit() {
     let (backend, gw) = setup().await;
     // 10 MiB of spaces inside a JSON string compress to a few KiB.
     let text = format!(r#"{{"id":"{}","inputs":[]}}"#, " ".repeat(10 << 20));
-    let packed = tensorgate::gateway::encoding::compress(
+    let packed = tensorgate::http::encoding::compress(
         text.as_bytes(),
-        tensorgate::gateway::encoding::Coding::Gzip,
+        tensorgate::http::encoding::Coding::Gzip,
     );
     assert!(packed.len() < 64 << 10);
     let got = send(

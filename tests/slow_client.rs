@@ -29,7 +29,7 @@ struct Endless {
 
 impl http_body::Body for Endless {
     type Data = Bytes;
-    type Error = tensorgate::gateway::body::BoxError;
+    type Error = tensorgate::http::body::BoxError;
 
     fn poll_frame(
         self: Pin<&mut Self>,

@@ -9,7 +9,7 @@ use bytes::Bytes;
 use common::*;
 use serde_json::{Value, json};
 use tensorgate::demo;
-use tensorgate::gateway::encoding::{Coding, Decoder, compress};
+use tensorgate::http::encoding::{Coding, Decoder, compress};
 
 /// A gateway (binary backend format) in front of a fresh demo backend.
 async fn setup(format: &str) -> (demo::DemoServer, tensorgate::server::Running) {

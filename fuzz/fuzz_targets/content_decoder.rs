@@ -6,7 +6,7 @@
 
 use bytes::Bytes;
 use libfuzzer_sys::fuzz_target;
-use tensorgate::gateway::encoding::{Coding, DecodeError, Decoder, STEP};
+use tensorgate::http::encoding::{Coding, DecodeError, Decoder, STEP};
 
 fn run(coding: Coding, limit: u64, frame: usize, body: &[u8]) -> Result<Vec<u8>, DecodeError> {
     let mut d = Decoder::new(coding, limit).unwrap();

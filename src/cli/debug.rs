@@ -23,7 +23,7 @@ use crate::codec::v2::json_write::{TensorForm, inline_data, write_document};
 use crate::codec::v2::{
     BinaryCollector, DocError, DocKind, DocLimits, DocParser, EntryData, Subject,
 };
-use crate::gateway::client_body::concat;
+use crate::http::body::concat;
 use crate::tensor::check_data;
 
 /// A debugging command failed; `main` prints it and exits with status 1.

@@ -22,7 +22,7 @@ pub struct ServerConfig {
     /// Without it a stuck request holds the process up forever.
     pub shutdown_grace: Duration,
     /// Requests served at once; more wait up to `queue_timeout` (see
-    /// [`crate::gateway::shed`]).
+    /// [`crate::guard::admission`]).
     /// Without it a burst makes every request slow and memory unbounded.
     pub max_concurrent_requests: usize,
     /// Longest pause between two pieces of a client's request body. Without

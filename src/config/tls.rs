@@ -6,67 +6,20 @@
 //! backend client will use ([`crate::tls`]); every problem is reported at
 //! the key that names the file.
 
-use std::fmt;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
-
-use serde::Deserialize;
 
 use super::ConfigError;
+pub use crate::tls::{BackendTls, ClientAuth, Identity, PemFile, ServerTls};
 use crate::tls::{Part, TlsError};
 
-/// A PEM file as it was read. Its bytes may hold a private key: `Debug`
-/// shows the path and the size only.
-#[derive(Clone, PartialEq, Eq)]
-pub struct PemFile {
-    pub path: PathBuf,
-    pub pem: Arc<[u8]>,
-}
-
-impl fmt::Debug for PemFile {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "PemFile({}, {} bytes)",
-            self.path.display(),
-            self.pem.len()
-        )
-    }
-}
-
-impl PemFile {
-    /// Reads `path`; a failure is reported at `key`.
-    pub fn read(path: &Path, key: &str) -> Result<PemFile, ConfigError> {
-        std::fs::read(path)
-            .map(|bytes| PemFile {
-                path: path.to_owned(),
-                pem: bytes.into(),
-            })
-            .map_err(|e| ConfigError::new(key, format!("cannot read {}: {e}", path.display())))
-    }
-}
-
-/// `client_auth`: what a client without a certificate gets when
-/// `client_ca_file` is set.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum ClientAuth {
-    /// The handshake fails without a certificate the CA signed.
-    #[default]
-    Required,
-    /// A client may present no certificate; one it presents must verify.
-    Optional,
-}
-
-/// `[server.tls]`: TLS on the data port.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ServerTls {
-    /// The certificate chain, leaf first.
-    pub cert: PemFile,
-    pub key: PemFile,
-    /// Client certificates are verified against these CAs when set.
-    pub client_ca: Option<PemFile>,
-    pub client_auth: ClientAuth,
+/// Reads the PEM file at `path`; a failure is reported at `key`.
+pub fn read_pem(path: &Path, key: &str) -> Result<PemFile, ConfigError> {
+    std::fs::read(path)
+        .map(|bytes| PemFile {
+            path: path.to_owned(),
+            pem: bytes.into(),
+        })
+        .map_err(|e| ConfigError::new(key, format!("cannot read {}: {e}", path.display())))
 }
 
 /// Where the server's TLS files are, before they are read: from
@@ -88,11 +41,8 @@ impl ServerTlsFiles {
     pub fn load(&self) -> Result<ServerTls, Vec<ConfigError>> {
         let key = |field: &str| format!("{}.{field}", Self::KEY);
         let mut errors = Vec::new();
-        let mut read = |path: &Path, field: &str| {
-            PemFile::read(path, &key(field))
-                .map_err(|e| errors.push(e))
-                .ok()
-        };
+        let mut read =
+            |path: &Path, field: &str| read_pem(path, &key(field)).map_err(|e| errors.push(e)).ok();
         let cert = read(&self.cert_file, "cert_file");
         let tls_key = read(&self.key_file, "key_file");
         let client_ca = self
@@ -112,27 +62,6 @@ impl ServerTlsFiles {
             .map(|_| tls)
             .map_err(|e| vec![at(Self::KEY, &e, "cert_file", "key_file", "client_ca_file")])
     }
-}
-
-/// The `tls_*` keys of a backend with an `https://` URL.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct BackendTls {
-    /// `tls_ca_file`: the CAs the backend's certificate must chain to,
-    /// instead of the system's.
-    pub ca: Option<PemFile>,
-    /// `tls_cert_file` and `tls_key_file`: the client certificate shown to
-    /// the backend.
-    pub identity: Option<Identity>,
-    /// `tls_server_name`: the name the backend's certificate must carry
-    /// (and the SNI sent), instead of the URL's host.
-    pub server_name: Option<String>,
-}
-
-/// A certificate chain and its key.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Identity {
-    pub cert: PemFile,
-    pub key: PemFile,
 }
 
 /// The error `e` at the key of the file it is about, under `prefix`.

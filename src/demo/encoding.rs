@@ -6,8 +6,8 @@ use bytes::Bytes;
 use http::HeaderMap;
 
 use super::error::DemoError;
-use crate::gateway::client_body::concat;
-use crate::gateway::encoding::{DecodeError, Decoder, request_coding};
+use crate::http::body::concat;
+use crate::http::encoding::{Decoder, InflateError, request_coding};
 
 /// The body, decompressed (bounded by `limit`) as its `Content-Encoding`
 /// says, with the gateway's own decoder.
@@ -16,9 +16,9 @@ pub fn decode_body(headers: &HeaderMap, body: Bytes, limit: usize) -> Result<Byt
     let Some(mut decoder) = Decoder::new(coding, limit as u64) else {
         return Ok(body);
     };
-    let error = |e: DecodeError| match e {
-        DecodeError::TooLarge => DemoError::TooLarge { limit },
-        DecodeError::Corrupt(detail) => DemoError::Invalid(format!(
+    let error = |e: InflateError| match e {
+        InflateError::TooLarge => DemoError::TooLarge { limit },
+        InflateError::Corrupt(detail) => DemoError::Invalid(format!(
             "request body is not valid {}: {detail}",
             coding.name()
         )),

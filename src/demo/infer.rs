@@ -16,7 +16,7 @@ use crate::codec::v2::{
     BinaryCollector, DocKind, DocLimits, DocParser, Document, EntryData, OutputSelection,
     TensorEntry, collect,
 };
-use crate::gateway::client_body::concat;
+use crate::http::body::concat;
 use crate::tensor::Tensor;
 
 #[derive(Debug)]

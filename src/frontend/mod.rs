@@ -1,58 +1,165 @@
-//! The protocols clients speak to the gateway. Each frontend reads its
-//! protocol into the core's [`InferRequest`](crate::gateway::core::InferRequest)
-//! and renders the reply (and errors) in its own shape; routes, rules,
-//! limits, backends, metrics and the access log are the gateway's and
-//! shared.
+//! The protocols clients speak to the gateway, one module each:
 //!
-//! - [`v2`]: KServe / Triton V2 `infer` (JSON, binary extension, raw);
+//! - [`v2`]: KServe / Triton V2 `infer` (JSON, binary extension, raw), and
+//!   every other V2 endpoint passed through ([`v2::Passthrough`]);
 //! - [`decthings`]: the Decthings `Model.evaluate` RPC;
 //! - [`sagemaker`]: SageMaker's `/invocations`, `/ping` and the Runtime API
 //!   path, for CSV, JSON, JSON Lines and RecordIO-protobuf records.
 //!
-//! Frontends never open connections themselves: the core's backend client
-//! does.
+//! Each implements [`Frontend`], whose phases the gateway drives the same
+//! way for every request: the frontend says from the request's head which
+//! route it is for ([`Frontend::route`]) and how its body is to be opened;
+//! the gateway binds the request to that route, checks the caller against
+//! the route's keys and rate limits, takes a request slot, opens the body
+//! with the route's limits and the server's timeouts, strips the checked
+//! credentials, and observes the request; the frontend then reads its
+//! protocol into the core's [`InferRequest`](crate::infer::InferRequest)
+//! and answers ([`Frontend::serve`]), or renders an error in its protocol's
+//! shape ([`Frontend::render`]). Frontends never open connections: the
+//! core's backend client does. They never see another frontend.
 
 pub mod decthings;
 pub mod sagemaker;
 pub mod v2;
 
+use std::future::Future;
+use std::sync::Arc;
+
 use http::Response;
+use http::request::Parts;
 
-use crate::gateway::body::Body;
-use crate::gateway::error::GatewayError;
-use crate::gateway::observe::Observation;
+use crate::config::{Config, Route};
+use crate::error::Error;
+use crate::http::body::Body;
+use crate::http::client_body::ClientBody;
+use crate::infer::Exchange;
+use crate::infer::route::RouteError;
+use crate::metrics::Kind;
+use crate::observe::Observation;
 
-/// The frontend serving a request: the `kind` label of its metrics and the
-/// shape of its errors.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Frontend {
-    /// V2 endpoints, and everything passed through.
-    V2,
-    Decthings,
-    /// SageMaker's container paths (`/ping`, `/invocations`,
-    /// `/models/{m}/invoke`): `{"error"}` bodies.
-    SageMaker,
-    /// The SageMaker Runtime API path (`/endpoints/{e}/invocations`):
-    /// errors in the AWS shape boto3 parses.
-    SageMakerRuntime,
+/// A client protocol, as the gateway drives it.
+pub trait Frontend: Sync {
+    /// The `kind` label of its requests.
+    fn kind(&self) -> Kind;
+
+    /// The route the request is for, and its model, as far as its head
+    /// says; or the routes it may be for when only its body names one.
+    fn route<'c>(&self, config: &'c Config, head: &Parts) -> Result<Routing<'c>, Error>;
+
+    /// Whether the bound route allows this request at all (checked before
+    /// its credentials).
+    fn allowed(&self, _route: &Route) -> Result<(), Error> {
+        Ok(())
+    }
+
+    /// Whether the request's caller is checked and the request takes a
+    /// slot. SageMaker's `/ping` is neither: a ping refused would have the
+    /// platform replace a healthy container.
+    fn guarded(&self) -> bool {
+        true
+    }
+
+    /// Whether a SigV4 signature is taken as credentials. A signed request
+    /// is read whole (bounded by the route's `max_body_bytes`) and verified
+    /// before the frontend sees it.
+    fn sigv4(&self) -> bool {
+        false
+    }
+
+    /// How the body is opened on `route`.
+    fn body(&self, route: &Route) -> BodyPlan {
+        BodyPlan::Read {
+            limit: route.limits.max_body_bytes,
+        }
+    }
+
+    /// Reads the request, sends it through the core, and answers.
+    fn serve(&self, call: Call<'_>) -> impl Future<Output = Result<Response<Body>, Error>> + Send;
+
+    /// An error, in this protocol's shape.
+    fn render(&self, e: &Error, obs: &Observation) -> Response<Body>;
 }
 
-impl Frontend {
-    pub const fn kind(self) -> &'static str {
-        match self {
-            Frontend::V2 => "v2",
-            Frontend::Decthings => "decthings",
-            Frontend::SageMaker | Frontend::SageMakerRuntime => "sagemaker",
-        }
-    }
+/// Which route a request is for.
+#[derive(Debug)]
+pub enum Routing<'c> {
+    /// The head names it.
+    Route {
+        route: &'c Arc<Route>,
+        model: String,
+    },
+    /// The body will: one of these routes.
+    Body { routes: Vec<&'c Arc<Route>> },
+}
 
-    /// The response for an error, in this frontend's protocol.
-    pub fn render_error(self, e: GatewayError, obs: &Observation) -> Response<Body> {
+/// How a request body is opened.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BodyPlan {
+    /// Read by the frontend: decompressed, at most `limit` bytes.
+    Read { limit: u64 },
+    /// Forwarded to the backend as it is, at most `limit` bytes (and, when
+    /// compressed, at most `limit` decompressed).
+    Forward { limit: u64 },
+    /// Not opened: the frontend does not read it.
+    Ignore,
+}
+
+/// One request, handed to the frontend once the gateway has bound,
+/// checked and admitted it.
+#[derive(Debug)]
+pub struct Call<'a> {
+    /// The request head, the checked credentials taken out.
+    pub head: Parts,
+    pub body: Payload,
+    pub obs: &'a Observation,
+    pub target: Target<'a>,
+}
+
+/// The body as the frontend gets it. Made once per request and moved
+/// twice: boxing the large variant would cost an allocation per request.
+#[derive(Debug)]
+#[allow(clippy::large_enum_variant)]
+pub enum Payload {
+    Read(ClientBody),
+    Forward(Body),
+    /// A forwarded request that has no body.
+    Empty,
+}
+
+impl Payload {
+    /// The body to read: what a frontend whose plan is
+    /// [`BodyPlan::Read`] always gets.
+    pub fn into_read(self) -> Result<ClientBody, RouteError> {
         match self {
-            Frontend::V2 => e.into_response(),
-            Frontend::Decthings => decthings::error::render(e, obs),
-            Frontend::SageMaker => sagemaker::error::render(e),
-            Frontend::SageMakerRuntime => sagemaker::error::render_aws(e),
+            Payload::Read(b) => Ok(b),
+            Payload::Forward(_) | Payload::Empty => Err(RouteError::Internal {
+                what: "a body opened for forwarding was to be read".into(),
+            }),
         }
     }
+}
+
+/// Where the request goes.
+#[derive(Debug)]
+pub enum Target<'a> {
+    /// Bound from its head: its exchange and model.
+    Bound { x: Exchange<'a>, model: String },
+    /// To be bound by the frontend once its body names the route.
+    Deferred { services: &'a dyn Services },
+}
+
+/// What the gateway lends a frontend that binds its request itself.
+pub trait Services: Sync + std::fmt::Debug {
+    fn config(&self) -> &Config;
+
+    /// Binds the request to `route` serving `model`: observed under the
+    /// route, its caller checked against the route's keys (from `head`)
+    /// with the request's token taken, and its backend chosen.
+    fn bind<'a>(
+        &'a self,
+        route: &'a Arc<Route>,
+        model: &str,
+        head: &Parts,
+        obs: &'a Observation,
+    ) -> Result<Exchange<'a>, Error>;
 }

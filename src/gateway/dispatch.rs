@@ -5,11 +5,13 @@ use std::collections::BTreeSet;
 
 use http::Method;
 
-use crate::codec::v2::path::{self, Control, ModelAction, V2Path};
+use crate::codec::v2::path::{self, ModelAction, V2Path};
 use crate::config::Config;
-use crate::frontend::Frontend;
-use crate::gateway::core::ModelRef;
-use crate::gateway::error::GatewayError;
+use crate::frontend::sagemaker::SageMakerTarget;
+use crate::frontend::{Frontend, decthings, sagemaker, v2};
+use crate::infer::ModelRef;
+use crate::infer::route::RouteError;
+use crate::metrics::Kind;
 
 /// The path prefixes frontends other than V2 answer under, from the
 /// configuration (computed once).
@@ -32,62 +34,35 @@ impl Prefixes {
     }
 }
 
-/// What a request is, as far as the gateway cares.
+/// What a request is: the frontend that serves it, with what its path
+/// says.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Endpoint {
-    /// `POST /v2/models/{m}[/versions/{v}]/infer`: the V2 frontend.
-    V2Infer { model: ModelRef },
-    /// `{prefix}/Model/evaluate`: the Decthings frontend (any method: only
-    /// POST is served).
-    Decthings { prefix: String },
+    /// `POST /v2/models/{m}[/versions/{v}]/infer`.
+    V2Infer(v2::Infer),
+    /// Any other path: passed through to the backend of the route serving
+    /// the model it names (the default route when it names none).
+    Passthrough(v2::Passthrough),
+    /// `{prefix}/Model/evaluate` (any method: only POST is served).
+    Decthings(decthings::Evaluate),
     /// `GET /ping`: SageMaker's health check.
-    SageMakerPing,
+    SageMakerPing(sagemaker::Ping),
     /// SageMaker inference: `POST /invocations`, `/models/{m}/invoke`,
     /// `/endpoints/{e}/invocations`.
-    SageMaker(SageMakerTarget),
-    /// Anything else: passed through to the backend of the route serving
-    /// `model` (the default route when no model is named).
-    Passthrough {
-        model: Option<String>,
-        /// A control-plane endpoint, allowed only where the route says so.
-        control: Option<Control>,
-    },
+    SageMaker(sagemaker::Invoke),
 }
 
 impl Endpoint {
-    /// The frontend serving it.
-    pub fn frontend(&self) -> Frontend {
+    /// The frontend's `kind` label.
+    pub fn kind(&self) -> Kind {
         match self {
-            Endpoint::Decthings { .. } => Frontend::Decthings,
-            Endpoint::SageMakerPing
-            | Endpoint::SageMaker(SageMakerTarget::Invocations)
-            | Endpoint::SageMaker(SageMakerTarget::Model(_)) => Frontend::SageMaker,
-            Endpoint::SageMaker(SageMakerTarget::Endpoint(_)) => Frontend::SageMakerRuntime,
-            Endpoint::V2Infer { .. } | Endpoint::Passthrough { .. } => Frontend::V2,
+            Endpoint::V2Infer(f) => f.kind(),
+            Endpoint::Passthrough(f) => f.kind(),
+            Endpoint::Decthings(f) => f.kind(),
+            Endpoint::SageMakerPing(f) => f.kind(),
+            Endpoint::SageMaker(f) => f.kind(),
         }
     }
-
-    /// The model the path names, if any (to choose the route).
-    pub fn model(&self) -> Option<&str> {
-        match self {
-            Endpoint::V2Infer { model } => Some(&model.name),
-            Endpoint::Passthrough { model, .. } => model.as_deref(),
-            Endpoint::Decthings { .. } | Endpoint::SageMakerPing | Endpoint::SageMaker(_) => None,
-        }
-    }
-}
-
-/// Which model a SageMaker invocation names, by the path it came on.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum SageMakerTarget {
-    /// `/invocations`: the `X-Amzn-SageMaker-Target-Model` header, else the
-    /// configured default model.
-    Invocations,
-    /// `/models/{model}/invoke`.
-    Model(String),
-    /// `/endpoints/{endpoint}/invocations`: the SageMaker Runtime API path
-    /// (boto3's `invoke_endpoint`), whose errors take AWS's shape.
-    Endpoint(String),
 }
 
 /// Classifies a request.
@@ -95,15 +70,15 @@ pub fn classify(
     method: &Method,
     raw_path: &str,
     prefixes: &Prefixes,
-) -> Result<Endpoint, GatewayError> {
+) -> Result<Endpoint, RouteError> {
     if let Some(prefix) = raw_path.strip_suffix("/Model/evaluate")
         && prefixes.decthings.contains(prefix)
     {
-        return Ok(Endpoint::Decthings {
+        return Ok(Endpoint::Decthings(decthings::Evaluate {
             prefix: prefix.to_owned(),
-        });
+        }));
     }
-    let segments = path::split_path(raw_path).map_err(|source| GatewayError::BadPath { source })?;
+    let segments = path::split_path(raw_path).map_err(|source| RouteError::BadPath { source })?;
     if let Some(endpoint) = sagemaker(&segments) {
         return Ok(endpoint);
     }
@@ -113,39 +88,41 @@ pub fn classify(
             name,
             version,
             action: ModelAction::Infer,
-        } if method == Method::POST => Endpoint::V2Infer {
+        } if method == Method::POST => Endpoint::V2Infer(v2::Infer {
             model: ModelRef { name, version },
-        },
-        V2Path::Control { kind, model } => Endpoint::Passthrough {
+        }),
+        V2Path::Control { kind, model } => Endpoint::Passthrough(v2::Passthrough {
             model,
             control: Some(kind),
-        },
-        other => Endpoint::Passthrough {
+        }),
+        other => Endpoint::Passthrough(v2::Passthrough {
             model: other.model().map(str::to_owned),
             control: None,
-        },
+        }),
     })
 }
 
 /// SageMaker's container and runtime paths (any method: each serves one).
 fn sagemaker<S: AsRef<str>>(segments: &[S]) -> Option<Endpoint> {
     let segs: Vec<&str> = segments.iter().map(AsRef::as_ref).collect();
-    Some(match segs.as_slice() {
-        ["ping"] => Endpoint::SageMakerPing,
-        ["invocations"] => Endpoint::SageMaker(SageMakerTarget::Invocations),
+    let target = match segs.as_slice() {
+        ["ping"] => return Some(Endpoint::SageMakerPing(sagemaker::Ping)),
+        ["invocations"] => SageMakerTarget::Invocations,
         ["models", model, "invoke"] if !model.is_empty() => {
-            Endpoint::SageMaker(SageMakerTarget::Model((*model).to_owned()))
+            SageMakerTarget::Model((*model).to_owned())
         }
         ["endpoints", endpoint, "invocations"] if !endpoint.is_empty() => {
-            Endpoint::SageMaker(SageMakerTarget::Endpoint((*endpoint).to_owned()))
+            SageMakerTarget::Endpoint((*endpoint).to_owned())
         }
         _ => return None,
-    })
+    };
+    Some(Endpoint::SageMaker(sagemaker::Invoke { target }))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::codec::v2::path::Control;
 
     fn prefixes() -> Prefixes {
         Prefixes {
@@ -161,63 +138,75 @@ mod tests {
     fn endpoints() {
         assert_eq!(
             classify_ok(Method::POST, "/v2/models/simple/versions/2/infer"),
-            Endpoint::V2Infer {
+            Endpoint::V2Infer(v2::Infer {
                 model: ModelRef {
                     name: "simple".into(),
                     version: Some("2".into())
                 }
-            }
+            })
         );
         // Decided on the decoded path: a disguised infer is an infer.
         assert_eq!(
             classify_ok(Method::POST, "/v2/models/simple/%69nfer"),
-            Endpoint::V2Infer {
+            Endpoint::V2Infer(v2::Infer {
                 model: ModelRef::new("simple")
-            }
+            })
         );
         assert_eq!(
             classify_ok(Method::GET, "/v2/models/simple/infer"),
-            Endpoint::Passthrough {
+            Endpoint::Passthrough(v2::Passthrough {
                 model: Some("simple".into()),
                 control: None
-            }
+            })
         );
         assert_eq!(
             classify_ok(Method::POST, "/v2/repository/models/simple/load"),
-            Endpoint::Passthrough {
+            Endpoint::Passthrough(v2::Passthrough {
                 model: Some("simple".into()),
                 control: Some(Control::Repository)
-            }
+            })
         );
         assert!(matches!(
             classify(&Method::POST, "/v2/models/a%2Fb/infer", &prefixes()),
-            Err(GatewayError::BadPath { .. })
+            Err(RouteError::BadPath { .. })
         ));
         assert_eq!(
             classify_ok(Method::POST, "/v0/Model/evaluate"),
-            Endpoint::Decthings {
+            Endpoint::Decthings(decthings::Evaluate {
                 prefix: "/v0".into()
-            }
+            })
         );
-        assert_eq!(
-            classify_ok(Method::POST, "/v1/Model/evaluate").frontend(),
-            Frontend::V2,
+        assert!(
+            matches!(
+                classify_ok(Method::POST, "/v1/Model/evaluate"),
+                Endpoint::Passthrough(_)
+            ),
             "not a configured prefix"
         );
-        assert_eq!(classify_ok(Method::GET, "/ping"), Endpoint::SageMakerPing);
+        assert_eq!(
+            classify_ok(Method::GET, "/ping"),
+            Endpoint::SageMakerPing(sagemaker::Ping)
+        );
         assert_eq!(
             classify_ok(Method::POST, "/invocations"),
-            Endpoint::SageMaker(SageMakerTarget::Invocations)
+            Endpoint::SageMaker(sagemaker::Invoke {
+                target: SageMakerTarget::Invocations
+            })
         );
         assert_eq!(
             classify_ok(Method::POST, "/models/rowsum/invoke"),
-            Endpoint::SageMaker(SageMakerTarget::Model("rowsum".into()))
+            Endpoint::SageMaker(sagemaker::Invoke {
+                target: SageMakerTarget::Model("rowsum".into())
+            })
         );
         let runtime = classify_ok(Method::POST, "/endpoints/my%2Dep/invocations");
-        assert_eq!(
-            runtime,
-            Endpoint::SageMaker(SageMakerTarget::Endpoint("my-ep".into()))
+        let Endpoint::SageMaker(invoke) = runtime else {
+            panic!("{runtime:?}");
+        };
+        assert_eq!(invoke.target, SageMakerTarget::Endpoint("my-ep".into()));
+        assert!(
+            crate::frontend::Frontend::sigv4(&invoke),
+            "the Runtime API path takes SigV4 and answers in AWS's shape"
         );
-        assert_eq!(runtime.frontend(), Frontend::SageMakerRuntime);
     }
 }

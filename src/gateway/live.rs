@@ -15,8 +15,8 @@ use arc_swap::ArcSwap;
 use http::{Request, Response};
 use hyper::body::Incoming;
 
-use super::body::Body;
-use super::{Gateway, Shared};
+use crate::gateway::{Gateway, Shared};
+use crate::http::body::Body;
 
 /// The current gateway, shared by the server and the reloader. Cheap to
 /// clone.

@@ -1,45 +1,26 @@
-//! The gateway (served through [`live::Live`]): chooses, in one place
-//! ([`dispatch`]), which frontend serves a request, binds it to a route,
-//! and observes it; the frontend reads its protocol into the shared
-//! inference [`core`] and renders the reply and errors in its own shape.
-//! Everything that is not inference is passed through ([`passthrough`]).
-//! This is the only layer that knows hyper; codecs below it never do I/O.
+//! The gateway: one configuration's state ([`Shared`]: routes, the backend
+//! clients, shadows, request slots, rate-limit buckets) and the one driver
+//! every request goes through ([`drive`]). It decides in one place
+//! ([`dispatch`]) which frontend serves a request, then runs the
+//! frontend's phases: route, bind and observe, check the caller
+//! ([`authorize`]), admit, open the body, serve or render the error.
+//! Served through [`live::Live`], swapped whole on a reload.
 
-pub mod access;
-pub mod body;
-pub mod client_body;
-pub mod core;
+pub mod authorize;
 pub mod dispatch;
-pub mod encoding;
-pub mod error;
-pub mod guard;
-pub mod headers;
+mod drive;
 pub mod live;
-pub mod observe;
-pub mod parallel;
-pub mod passthrough;
 pub mod readiness;
-pub mod shadow;
-pub mod shed;
-pub mod split;
-pub mod upstream;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use http::{Request, Response};
-use hyper::body::Incoming;
-
-use crate::config::{Config, Route};
-use crate::frontend::Frontend;
-use crate::frontend::decthings::Routes;
+use crate::config::Config;
+use crate::guard::{self, admission::Admission};
+use crate::infer::shadow::Mirror;
+use crate::infer::{self, Client};
 use crate::metrics::Metrics;
-use body::Body;
-use core::Exchange;
-use dispatch::Endpoint;
-use error::GatewayError;
-use observe::{Observation, Start, ensure_request_id};
-use upstream::Upstream;
+use crate::upstream::Upstream;
 
 /// State shared by every request: one configuration and what was built
 /// from it. Replaced whole on a reload ([`live`]); a request keeps the one
@@ -47,11 +28,12 @@ use upstream::Upstream;
 #[derive(Debug)]
 pub struct Shared {
     pub config: Config,
-    pub upstreams: BTreeMap<String, Upstream>,
+    /// Each backend's client, by backend name.
+    pub clients: BTreeMap<String, Client>,
     /// Each route's shadow, by route name.
-    pub shadows: BTreeMap<String, shadow::Mirror>,
+    pub shadows: BTreeMap<String, Mirror>,
     pub metrics: Metrics,
-    pub admission: Arc<shed::Admission>,
+    pub admission: Arc<Admission>,
     prefixes: dispatch::Prefixes,
     /// Every rate-limit bucket; outlives configurations (see
     /// [`Gateway::with_registry`]).
@@ -60,53 +42,53 @@ pub struct Shared {
     limits: guard::Table,
 }
 
-/// One client per backend of `config`, its replicas counted in `metrics`;
-/// the client of a backend whose settings are the same in `before` is
-/// taken over (with its pools, replica states and background tasks), and
-/// counted in `kept`. An upstream's background tasks (health checks, DNS)
-/// stop when it is dropped.
-fn upstreams(
+/// One client per backend of `config`; the client of a backend whose
+/// settings are the same in `before` is taken over (with its pools, replica
+/// states, background tasks and metadata cache), and counted in `kept`. An
+/// upstream's background tasks (health checks, DNS) stop when it is
+/// dropped.
+fn clients(
     config: &Config,
     metrics: &Metrics,
-    before: Option<&BTreeMap<String, Upstream>>,
+    before: Option<&BTreeMap<String, Client>>,
     kept: &mut Kept,
-) -> BTreeMap<String, Upstream> {
+) -> BTreeMap<String, Client> {
     config
         .backends
         .iter()
         .map(|(name, b)| {
             let same = before
-                .and_then(|u| u.get(name))
-                .filter(|u| *u.backend == **b);
-            let upstream = match same {
-                Some(u) => {
+                .and_then(|c| c.get(name))
+                .filter(|c| *c.upstream.backend == **b);
+            let client = match same {
+                Some(c) => {
                     kept.upstreams += 1;
-                    u.clone()
+                    c.clone()
                 }
                 None => {
                     kept.rebuilt += 1;
-                    Upstream::with_metrics(b.clone(), metrics)
+                    Client::new(b.clone(), metrics)
                 }
             };
-            (name.clone(), upstream)
+            (name.clone(), client)
         })
         .collect()
 }
 
-/// Each route's shadow, sending through `upstreams`.
+/// Each route's shadow, sending through `clients`.
 pub fn shadows(
     config: &Config,
-    upstreams: &BTreeMap<String, Upstream>,
+    clients: &BTreeMap<String, Client>,
     metrics: &Metrics,
-    admission: &Arc<shed::Admission>,
-) -> BTreeMap<String, shadow::Mirror> {
+    admission: &Arc<Admission>,
+) -> BTreeMap<String, Mirror> {
     config
         .routes
         .iter()
         .filter_map(|r| {
             let s = r.shadow.as_ref()?;
-            let upstream = upstreams.get(&s.backend.name)?.clone();
-            let mirror = shadow::Mirror::new(&r.name, s, upstream, metrics, admission.clone());
+            let upstream = clients.get(&s.backend.name)?.upstream.clone();
+            let mirror = Mirror::new(&r.name, s, upstream, metrics, admission.clone());
             Some((r.name.clone(), mirror))
         })
         .collect()
@@ -121,7 +103,7 @@ pub struct Gateway {
 /// What a reconfigured gateway took over from the one before.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Kept {
-    /// Backends whose upstream (pool, slots, metadata cache) was kept.
+    /// Backends whose client (pool, slots, metadata cache) was kept.
     pub upstreams: usize,
     /// Backends built anew (new or changed).
     pub rebuilt: usize,
@@ -148,7 +130,7 @@ impl Gateway {
     }
 
     /// A gateway for `config` that keeps from this one what did not change:
-    /// the upstream of every backend whose settings are identical (so its
+    /// the client of every backend whose settings are identical (so its
     /// pooled connections, replica states, health checks and metadata
     /// cache live on), the request slots when `max_concurrent_requests` and
     /// `queue_timeout` are unchanged, and the rate-limit buckets of every
@@ -175,7 +157,7 @@ impl Gateway {
         before: Option<&Shared>,
     ) -> (Gateway, Kept) {
         let mut kept = Kept::default();
-        let upstreams = upstreams(&config, &metrics, before.map(|s| &s.upstreams), &mut kept);
+        let clients = clients(&config, &metrics, before.map(|s| &s.clients), &mut kept);
         let server = &config.server;
         let admission = match before {
             Some(s)
@@ -185,18 +167,18 @@ impl Gateway {
                 kept.admission = true;
                 s.admission.clone()
             }
-            _ => Arc::new(shed::Admission::new(
+            _ => Arc::new(Admission::new(
                 server.max_concurrent_requests,
                 server.queue_timeout,
             )),
         };
-        let shadows = shadows(&config, &upstreams, &metrics, &admission);
+        let shadows = shadows(&config, &clients, &metrics, &admission);
         let shared = Arc::new(Shared {
             prefixes: dispatch::Prefixes::new(&config),
             limits: registry.table(&config),
             registry,
             config,
-            upstreams,
+            clients,
             shadows,
             metrics,
             admission,
@@ -206,7 +188,7 @@ impl Gateway {
 
     /// What `/readyz` should say about the routes (see [`readiness`]).
     pub fn readiness(&self) -> readiness::Readiness {
-        readiness::check(&self.shared.config, &self.shared.upstreams)
+        readiness::check(&self.shared.config, &self.shared.clients)
     }
 
     pub fn config(&self) -> &Config {
@@ -219,7 +201,7 @@ impl Gateway {
 
     /// The upstream of backend `name`.
     pub fn upstream(&self, name: &str) -> Option<&Upstream> {
-        self.shared.upstreams.get(name)
+        self.shared.clients.get(name).map(|c| &c.upstream)
     }
 
     /// The rate-limit buckets, to hand to the gateway of a reloaded
@@ -228,193 +210,32 @@ impl Gateway {
         &self.shared.registry
     }
 
-    /// Serves one request; every error becomes its response here, and every
-    /// exchange is observed.
-    pub async fn handle(&self, mut req: Request<Incoming>) -> Response<Body> {
-        let request_id = ensure_request_id(req.headers_mut());
-        let backend_hint = split::take_hint(req.headers_mut());
-        let endpoint = dispatch::classify(req.method(), req.uri().path(), &self.shared.prefixes);
-        let frontend = endpoint.as_ref().map_or(Frontend::V2, Endpoint::frontend);
-        let obs = Observation::start(Start {
-            metrics: &self.shared.metrics,
-            kind: frontend.kind(),
-            request_id,
-            method: req.method().clone(),
-            path: req.uri().path(),
-            backend_hint,
-        });
-        let result = match endpoint {
-            Ok(endpoint) => self.serve(endpoint, req, &obs).await,
-            Err(e) => Err(e),
-        };
-        let resp = result.unwrap_or_else(|e| {
-            obs.error(&e);
-            tracing::debug!(error = %e, status = e.status().as_u16(), "request failed");
-            let retry_after = e.retry_after();
-            let mut resp = frontend.render_error(e, &obs);
-            if let Some(seconds) = retry_after {
-                resp.headers_mut()
-                    .insert(http::header::RETRY_AFTER, seconds.into());
-            }
-            resp
-        });
-        obs.finish(resp)
-    }
-
-    /// The route serving `model`, or the default route when no model is
-    /// named.
-    fn route(&self, model: Option<&str>, path: &str) -> Result<&Arc<Route>, GatewayError> {
-        let config = &self.shared.config;
-        match model {
-            Some(name) => config
-                .route_for_model(name)
-                .ok_or_else(|| GatewayError::NoRoute {
-                    model: name.to_owned(),
-                }),
-            None => config
-                .default_route()
-                .ok_or_else(|| GatewayError::NotFound {
-                    path: path.to_owned(),
-                }),
-        }
-    }
-
-    async fn serve(
-        &self,
-        endpoint: Endpoint,
-        req: Request<Incoming>,
-        obs: &Observation,
-    ) -> Result<Response<Body>, GatewayError> {
-        // Where the route is known from the head, the caller is checked
-        // before the request takes a slot (so floods of bad keys or of
-        // requests over a limit cost no slot and no body).
-        match endpoint {
-            // SageMaker's health check is never shed nor authenticated: a
-            // ping refused would have the platform replace a healthy
-            // container.
-            Endpoint::SageMakerPing => crate::frontend::sagemaker::ping(self, obs).await,
-            Endpoint::Decthings { prefix } => {
-                require_post(&req)?;
-                self.precheck_prefix(&prefix, req.headers())?;
-                self.admit(obs).await?;
-                crate::frontend::decthings::evaluate(self, &prefix, req, obs).await
-            }
-            Endpoint::SageMaker(target) => {
-                require_post(&req)?;
-                let (route, model) = crate::frontend::sagemaker::target::resolve(
-                    self.config(),
-                    &target,
-                    req.headers(),
-                )?;
-                obs.bind(route, &model);
-                let runtime = matches!(target, dispatch::SageMakerTarget::Endpoint(_));
-                let claim = self.authorize_head(route, req.headers(), runtime, obs)?;
-                self.admit(obs).await?;
-                let call = crate::frontend::sagemaker::Call {
-                    route,
-                    model,
-                    claim,
-                };
-                crate::frontend::sagemaker::invoke(self, call, req, obs).await
-            }
-            Endpoint::V2Infer { model } => {
-                let x = self.bind(Some(&model.name), req.uri().path(), obs)?;
-                self.authorize_head(x.route, req.headers(), false, obs)?;
-                self.admit(obs).await?;
-                crate::frontend::v2::infer(x, &self.shared.config.server, model, req).await
-            }
-            Endpoint::Passthrough { model, control } => {
-                let x = self.bind(model.as_deref(), req.uri().path(), obs)?;
-                if let Some(kind) = control
-                    && !x.route.allows_control(kind)
-                {
-                    return Err(GatewayError::ControlDenied {
-                        route: x.route.name.clone(),
-                        kind,
-                    });
-                }
-                self.authorize_head(x.route, req.headers(), false, obs)?;
-                self.admit(obs).await?;
-                passthrough::forward(x, req).await
-            }
-        }
-    }
-
-    /// Takes a request slot for the rest of the request.
-    async fn admit(&self, obs: &Observation) -> Result<(), GatewayError> {
-        obs.hold(self.shared.admission.admit().await?);
-        Ok(())
-    }
-
-    /// Binds a V2 request to the route serving the model its path names.
-    fn bind<'a>(
-        &'a self,
-        model: Option<&str>,
-        path: &str,
-        obs: &'a Observation,
-    ) -> Result<Exchange<'a>, GatewayError> {
-        let route = self.route(model, path)?;
-        obs.bind(route, model.unwrap_or(""));
-        self.exchange(route, obs)
-    }
-}
-
-/// Decthings and SageMaker inference are POSTs only.
-fn require_post(req: &Request<Incoming>) -> Result<(), GatewayError> {
-    if req.method() == http::Method::POST {
-        return Ok(());
-    }
-    Err(GatewayError::MethodNotAllowed {
-        method: req.method().clone(),
-        path: req.uri().path().to_owned(),
-    })
-}
-
-impl crate::frontend::decthings::Routes for Gateway {
-    fn config(&self) -> &Config {
-        &self.shared.config
-    }
-
-    fn authorize(
-        &self,
-        route: &Route,
-        headers: &http::HeaderMap,
-        obs: &Observation,
-    ) -> Result<(), GatewayError> {
-        self.authorize_head(route, headers, false, obs).map(|_| ())
-    }
-
-    fn admit_caller(
-        &self,
-        route: &Route,
-        key: Option<Arc<str>>,
-        obs: &Observation,
-    ) -> Result<(), GatewayError> {
-        Gateway::admit_caller(self, route, key, obs)
-    }
-
+    /// The exchange for a request bound to `route`: the backend chosen for
+    /// it (by weight, or the one `x-tensorgate-backend` names where
+    /// allowed), its client and the route's shadow.
     fn exchange<'a>(
         &'a self,
-        route: &'a Route,
-        obs: &'a Observation,
-    ) -> Result<Exchange<'a>, GatewayError> {
-        let i = split::choose(route, obs.backend_hint())?;
+        route: &'a Arc<crate::config::Route>,
+        obs: &'a crate::observe::Observation,
+    ) -> Result<infer::Exchange<'a>, infer::route::RouteError> {
+        let i = infer::split::choose(route, obs.backend_hint())?;
         obs.use_backend(i);
         let name = route
             .split
             .get(i)
             .map_or(&route.backend.name, |w| &w.backend.name);
         // Every route's backend exists: configuration checked it.
-        let upstream = self
-            .shared
-            .upstreams
-            .get(name)
-            .ok_or_else(|| GatewayError::Internal {
-                what: format!("backend {name:?} of route {:?} has no client", route.name),
-            })?;
-        Ok(Exchange {
+        let client =
+            self.shared
+                .clients
+                .get(name)
+                .ok_or_else(|| infer::route::RouteError::Internal {
+                    what: format!("backend {name:?} of route {:?} has no client", route.name),
+                })?;
+        Ok(infer::Exchange {
             route,
-            upstream,
+            upstream: &client.upstream,
+            metadata: &client.metadata,
             shadow: self.shared.shadows.get(&route.name),
             obs,
         })

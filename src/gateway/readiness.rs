@@ -5,8 +5,8 @@
 
 use std::collections::BTreeMap;
 
-use super::upstream::Upstream;
 use crate::config::{Config, Readyz};
+use crate::infer::Client;
 
 /// The routes' readiness.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -29,15 +29,15 @@ impl Readiness {
 }
 
 /// Checks every route (nothing when `server.readyz = "process"`).
-pub fn check(config: &Config, upstreams: &BTreeMap<String, Upstream>) -> Readiness {
+pub fn check(config: &Config, clients: &BTreeMap<String, Client>) -> Readiness {
     let mode = config.server.readyz;
     let mut not_ready = Vec::new();
     if mode != Readyz::Process {
         for r in &config.routes {
             let ready = r.split.iter().filter(|w| w.weight > 0).any(|w| {
-                upstreams
+                clients
                     .get(&w.backend.name)
-                    .is_some_and(|u| u.ready_for(&r.models))
+                    .is_some_and(|c| c.upstream.ready_for(&r.models))
             });
             if !ready {
                 not_ready.push(r.name.clone());

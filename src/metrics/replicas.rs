@@ -12,6 +12,7 @@ use prometheus::{
 };
 
 use super::{LATENCY_BUCKETS, REPLICA_ERROR_KINDS};
+use crate::error::UpstreamKind;
 
 /// The `state` label values of `tensorgate_replica_state`, in
 /// [`ReplicaState`] order.
@@ -148,8 +149,10 @@ impl ReplicaFamilies {
         let series = ReplicaSeries {
             in_flight: self.in_flight.with_label_values(&l),
             requests: self.requests.with_label_values(&l),
-            errors: REPLICA_ERROR_KINDS
-                .map(|k| self.errors.with_label_values(&[backend, replica, k])),
+            errors: REPLICA_ERROR_KINDS.map(|k| {
+                self.errors
+                    .with_label_values(&[backend, replica, k.label()])
+            }),
             duration: self.duration.with_label_values(&l),
             state: REPLICA_STATES.map(|s| self.state.with_label_values(&[backend, replica, s])),
             ejections: self.ejections.with_label_values(&l),
@@ -185,7 +188,7 @@ impl ReplicaFamilies {
         let _ = self.ejections.remove_label_values(&l);
         let _ = self.models_not_ready.remove_label_values(&l);
         for k in REPLICA_ERROR_KINDS {
-            let _ = self.errors.remove_label_values(&[l[0], l[1], k]);
+            let _ = self.errors.remove_label_values(&[l[0], l[1], k.label()]);
         }
         for s in REPLICA_STATES {
             let _ = self.state.remove_label_values(&[l[0], l[1], s]);
@@ -210,7 +213,7 @@ pub struct ReplicaSeries {
 
 impl ReplicaSeries {
     /// Counts a failed exchange of `kind` (one of [`REPLICA_ERROR_KINDS`]).
-    pub fn error(&self, kind: &str) {
+    pub fn error(&self, kind: UpstreamKind) {
         if let Some(i) = REPLICA_ERROR_KINDS.iter().position(|k| *k == kind) {
             self.errors[i].inc();
         }

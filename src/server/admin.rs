@@ -21,8 +21,8 @@ use tokio::task::JoinSet;
 
 use super::accept::{Backoff, admit};
 use super::conn::until_true;
-use crate::gateway::body::{Body, full};
 use crate::gateway::live::Live;
+use crate::http::body::{Body, full};
 use crate::metrics::Metrics;
 
 /// Admin connections open at once: enough for probes and scrapers, few

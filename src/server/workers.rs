@@ -1,7 +1,7 @@
 //! Where client connections are served: one single-threaded runtime per
 //! worker thread (`server.workers`, one per core by default), each
 //! connection on the worker with the fewest open ones. A connection, the
-//! backend connections its requests take (see [`current`]) and their
+//! backend connections its requests take (see [`crate::worker::current`]) and their
 //! wake-ups then stay on one thread: no task hops to another core
 //! between reading a request and answering it. On a 2-core machine this
 //! cut what the gateway adds to a sequential small infer from 180-205 µs
@@ -12,7 +12,6 @@
 //! its worker's reactor. With `workers = 0` connections are served on the
 //! caller's runtime, as before the worker threads existed.
 
-use std::cell::Cell;
 use std::future::Future;
 use std::io;
 use std::sync::Arc;
@@ -24,19 +23,6 @@ use tokio::sync::oneshot;
 use tokio::task::JoinSet;
 
 use crate::config::ServerConfig;
-
-thread_local! {
-    /// 1 + this thread's worker number; 0 on every other thread.
-    static CURRENT: Cell<usize> = const { Cell::new(0) };
-}
-
-/// The pool slot of the calling thread: `1 + n` on worker `n`, 0 anywhere
-/// else (the main runtime: health checks, shadow copies started there,
-/// tests). Per-worker resources (backend connection pools) index by it,
-/// so a worker's requests reuse connections its own reactor drives.
-pub fn current() -> usize {
-    CURRENT.with(Cell::get)
-}
 
 /// The worker threads of one data port. Dropping it stops them: each
 /// worker's runtime is dropped, cancelling what still runs on it (the
@@ -119,7 +105,7 @@ impl Worker {
                         return;
                     }
                 };
-                CURRENT.with(|c| c.set(n + 1));
+                crate::worker::enter(n);
                 let _ = handle_tx.send(Ok(rt.handle().clone()));
                 // Runs the worker's tasks until the pool is dropped.
                 rt.block_on(async {
@@ -156,6 +142,7 @@ impl Drop for Open {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::worker::current;
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     use tokio::net::TcpListener;
 

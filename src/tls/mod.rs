@@ -16,7 +16,9 @@ use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use rustls::server::WebPkiClientVerifier;
 use rustls::{ClientConfig, RootCertStore, ServerConfig};
 
-use crate::config::{BackendTls, ClientAuth, PemFile, ServerTls};
+mod settings;
+
+pub use settings::{BackendTls, ClientAuth, Identity, PemFile, ServerTls};
 
 /// ALPN protocols the data listener offers, preferred first.
 pub const SERVER_ALPN: [&[u8]; 2] = [b"h2", b"http/1.1"];

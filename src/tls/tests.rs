@@ -84,7 +84,7 @@ fn backend_clients_offer_http1_only() {
     let (cert, key) = self_signed();
     let tls = BackendTls {
         ca: Some(pem("ca.pem", &cert)),
-        identity: Some(crate::config::Identity {
+        identity: Some(super::Identity {
             cert: pem("c.pem", &cert),
             key: pem("k.pem", &key),
         }),
@@ -94,7 +94,7 @@ fn backend_clients_offer_http1_only() {
     assert_eq!(config.alpn_protocols, [b"http/1.1".to_vec()]);
     assert!(config.client_auth_cert_resolver.has_certs());
     let no_key = BackendTls {
-        identity: Some(crate::config::Identity {
+        identity: Some(super::Identity {
             cert: pem("c.pem", &cert),
             key: pem("k.pem", "nothing"),
         }),

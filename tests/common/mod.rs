@@ -19,7 +19,7 @@ use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use tensorgate::config;
-use tensorgate::gateway::body::{Body, full};
+use tensorgate::http::body::{Body, full};
 use tensorgate::server::{self, Running};
 use tokio::net::TcpListener;
 
@@ -349,7 +349,7 @@ pub struct ChannelBody(pub tokio::sync::mpsc::Receiver<Bytes>);
 
 impl http_body::Body for ChannelBody {
     type Data = Bytes;
-    type Error = tensorgate::gateway::body::BoxError;
+    type Error = tensorgate::http::body::BoxError;
     fn poll_frame(
         mut self: Pin<&mut Self>,
         cx: &mut std::task::Context<'_>,

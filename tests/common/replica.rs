@@ -20,7 +20,7 @@ use http_body_util::BodyExt;
 use hyper::body::Incoming;
 use hyper::service::service_fn;
 use hyper_util::rt::TokioIo;
-use tensorgate::gateway::body::{Body, full};
+use tensorgate::http::body::{Body, full};
 use tokio::net::TcpListener;
 use tokio::task::{JoinHandle, JoinSet};
 
@@ -223,7 +223,7 @@ async fn answer(k: &Knobs, req: Request<Incoming>) -> Response<Body> {
 fn into_body<B>(resp: Response<B>) -> Response<Body>
 where
     B: http_body::Body<Data = Bytes> + Send + 'static,
-    B::Error: Into<tensorgate::gateway::body::BoxError>,
+    B::Error: Into<tensorgate::http::body::BoxError>,
 {
     let (parts, body) = resp.into_parts();
     Response::from_parts(parts, body.map_err(Into::into).boxed_unsync())

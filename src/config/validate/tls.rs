@@ -8,9 +8,7 @@ use std::path::Path;
 use super::Check;
 use crate::config::raw::{Name, RawBackend, RawServerTls};
 use crate::config::tls::{at, resolve};
-use crate::config::{
-    Backend, BackendTls, Identity, PemFile, Replicas, ServerTls, ServerTlsFiles, backend,
-};
+use crate::config::{Backend, BackendTls, Identity, Replicas, ServerTls, ServerTlsFiles, backend};
 
 impl Check<'_> {
     /// `[server.tls]`, its files read and checked.
@@ -70,7 +68,7 @@ impl Check<'_> {
         }
         let read = |check: &mut Self, field: &str, name: &Option<Name>| {
             let path = resolve(Path::new(&name.as_ref()?.0), check.base);
-            PemFile::read(&path, &format!("{prefix}.{field}"))
+            crate::config::tls::read_pem(&path, &format!("{prefix}.{field}"))
                 .map_err(|e| check.errors.push(e))
                 .ok()
         };

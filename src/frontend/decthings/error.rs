@@ -1,122 +1,99 @@
-//! Gateway errors as the official Decthings client reads them
-//! (docs/DECTHINGS-CLIENT.md §2). Every RPC error is an **HTTP 200** reply
-//! framed like a success — the client turns any 4xx/5xx into an opaque
-//! transport error without reading the body — with exactly one top-level
-//! member: `{"error": {"code": ...}}` for a call that could not be made, or
-//! `{"result": {"failed": {...}}}` for an evaluation that failed. Only a body
-//! the client could never send is answered 400 `{"error": {"code":
-//! "bad_request", "message": ...}}`.
-//!
-//! Mapping: unknown model → `model_not_found` (`snapshot_not_found` when a
-//! snapshot was named); a rule violation or an unusable parameter →
-//! `invalid_parameter` naming it; too large a body → `quota_exceeded`; the
-//! gateway shedding load (no request slot within `queue_timeout`) →
-//! `too_many_requests`; credentials missing or not a key of the route →
-//! `bad_credentials`; over a rate limit → `too_many_requests` (with
-//! `Retry-After`), more tensor elements than a limit's burst ever allows →
-//! `quota_exceeded`; the backend refusing valid
-//! input → failed `exception` with the backend's message; the backend not
-//! answering in time, or no replica with the model ready (503 elsewhere)
-//! → failed `server_overloaded` (there, but unable to take it now; try
-//! again later); the backend unreachable, resetting or answering
-//! nonsense → `unknown` (nothing the client did, and nothing it can change);
-//! an output the client cannot take → failed `invalid_output`.
+//! What the Decthings frontend refuses or cannot answer: a body the
+//! official client could never send ([`RequestError`]), a parameter that
+//! cannot become the input the route needs ([`InputProblem`]), an output
+//! the client cannot take ([`OutputError`]); how each is classified. How
+//! any error is shown to the client is in [`super::render`].
 
-use bytes::Bytes;
-use http::header::{self, HeaderValue};
-use http::{Response, StatusCode};
-use serde_json::{Value, json};
+use crate::codec::decthings::rpc::RpcError;
+use crate::codec::decthings::{DecodeError, EncodeError};
+use crate::error::{Class, Classify, TensorLabel, Violated};
+use crate::tensor::Shape;
 
-use super::reply::{framed_json, launcher};
-use crate::gateway::body::{Body, full};
-use crate::gateway::error::GatewayError;
-use crate::gateway::observe::Observation;
+/// What the Decthings frontend itself refuses or cannot answer.
+#[derive(Debug, thiserror::Error)]
+pub enum DecthingsError {
+    /// A body the official client could never send.
+    #[error("invalid Decthings request: {0}")]
+    Request(#[from] RequestError),
+    /// A parameter that cannot become the input the route needs.
+    #[error("route \"{route}\": input \"{input}\" {problem}")]
+    Input {
+        route: String,
+        input: String,
+        problem: InputProblem,
+    },
+    /// A backend output the client cannot take.
+    #[error("the Decthings client cannot take the backend's reply: {0}")]
+    Output(#[from] OutputError),
+}
 
-/// The reply for `e`.
-pub fn render(e: GatewayError, obs: &Observation) -> Response<Body> {
-    let message = e.to_string();
-    let body = match e {
-        GatewayError::Decthings(_)
-        | GatewayError::BadPath { .. }
-        | GatewayError::UnknownBackend { .. }
-        | GatewayError::MethodNotAllowed { .. }
-        | GatewayError::UnsupportedEncoding { .. }
-        | GatewayError::BadEncoding { .. } => return bad_request(e.status(), &message),
-        GatewayError::NoRoute { .. } | GatewayError::NotFound { .. } => {
-            error(json!({"code": "model_not_found"}), &message)
+/// A body the official client could never send.
+#[derive(Debug, thiserror::Error)]
+pub enum RequestError {
+    #[error(transparent)]
+    Framing(#[from] RpcError),
+    #[error("the JSON part is not a Model.evaluate call: {0}")]
+    Json(#[source] serde_json::Error),
+    #[error("{blobs} blobs for {params} parameters that carry tensors")]
+    BlobCount { blobs: usize, params: usize },
+    #[error("parameter \"{name}\": {source}")]
+    Tensor { name: String, source: DecodeError },
+}
+
+/// An output the client could not take.
+#[derive(Debug, thiserror::Error)]
+pub enum OutputError {
+    #[error("output \"{output}\" lives in shared memory")]
+    SharedMemory { output: String },
+    #[error("output \"{output}\": {source}")]
+    Encode { output: String, source: EncodeError },
+    #[error(
+        "output \"{output}\": shape {shape} has dimensions whose product is past what the client can index"
+    )]
+    Unindexable { output: String, shape: Shape },
+    #[error("output \"{output}\": rows of shape {shape} cannot be unstacked from a scalar")]
+    Unstack { output: String, shape: Shape },
+}
+
+/// What is wrong with one parameter, beyond the route's rules.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum InputProblem {
+    #[error("holds no tensor")]
+    Empty,
+    #[error("is read from a dataset, and tensorgate has no datasets: send its tensors instead")]
+    Dataset,
+    #[error("holds {count} tensors, and this route takes one tensor per parameter")]
+    Several { count: usize },
+    #[error("holds tensors that cannot be stacked: {first} and {other}")]
+    CannotStack { first: String, other: String },
+    #[error("is {bytes} bytes, over the route's limit of {limit} bytes")]
+    TooLarge { bytes: u64, limit: u64 },
+}
+
+impl Classify for DecthingsError {
+    fn class(&self) -> Class {
+        match self {
+            DecthingsError::Request(_) => Class::Malformed,
+            DecthingsError::Input { input, .. } => Class::BadTensor {
+                tensor: input.clone(),
+            },
+            DecthingsError::Output(_) => Class::BadOutput {
+                backend_fault: false,
+            },
         }
-        GatewayError::UnknownModel { model, .. } if model.version.is_some() => {
-            error(json!({"code": "snapshot_not_found"}), &message)
+    }
+
+    fn violated(&self) -> Option<Violated> {
+        match self {
+            DecthingsError::Input {
+                input,
+                problem: InputProblem::TooLarge { .. },
+                ..
+            } => Some(Violated {
+                tensor: TensorLabel::Named(input.clone()),
+                rule: "limit",
+            }),
+            _ => None,
         }
-        GatewayError::UnknownModel { .. } => error(json!({"code": "model_not_found"}), &message),
-        GatewayError::Rule { violation, .. } => {
-            invalid_parameter(violation.tensor_name(), &message)
-        }
-        GatewayError::BadInput { input, .. } => invalid_parameter(&input, &message),
-        GatewayError::BodyTooLarge { .. } => error(json!({"code": "quota_exceeded"}), &message),
-        GatewayError::Overloaded { .. } => error(json!({"code": "too_many_requests"}), &message),
-        GatewayError::Unauthorized { .. } => error(json!({"code": "bad_credentials"}), &message),
-        GatewayError::RateLimited(r) if r.wait.is_none() => {
-            error(json!({"code": "quota_exceeded"}), &message)
-        }
-        GatewayError::RateLimited(_) => error(json!({"code": "too_many_requests"}), &message),
-        GatewayError::BackendFailed { message: m, .. } => failed(
-            obs,
-            json!({"code": "exception", "at": "evaluate", "exceptionDetails": m}),
-        ),
-        GatewayError::BackendTimeout { .. }
-        | GatewayError::NoHealthyReplica { .. }
-        | GatewayError::ModelNotReady { .. } => failed(obs, json!({"code": "server_overloaded"})),
-        GatewayError::DecthingsOutput(_)
-        | GatewayError::OutputRule { .. }
-        | GatewayError::ResponseTooLarge { .. } => failed(
-            obs,
-            json!({"code": "invalid_output", "reason": "invalid", "details": message}),
-        ),
-        _ => error(json!({"code": "unknown"}), &message),
-    };
-    rpc_reply(body)
-}
-
-/// `{"error": {...}}`, with a human-readable `message` the client ignores.
-fn error(mut code: Value, message: &str) -> Value {
-    code["message"] = Value::from(message);
-    json!({ "error": code })
-}
-
-fn invalid_parameter(name: &str, reason: &str) -> Value {
-    json!({"error": {"code": "invalid_parameter", "parameterName": name, "reason": reason}})
-}
-
-/// `{"result": {"failed": {...}}}`: every member the client requires.
-fn failed(obs: &Observation, error: Value) -> Value {
-    let total = u64::try_from(obs.elapsed().as_millis()).unwrap_or(u64::MAX);
-    json!({"result": {"failed": {
-        "totalDuration": total,
-        "durations": {},
-        "executedOnLauncher": launcher(),
-        "error": error,
-    }}})
-}
-
-fn rpc_reply(value: Value) -> Response<Body> {
-    let json = serde_json::to_vec(&value).unwrap_or_default();
-    let mut resp = Response::new(full(framed_json(&json)));
-    resp.headers_mut().insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("application/octet-stream"),
-    );
-    resp
-}
-
-/// What the official client could never send: a plain JSON error.
-fn bad_request(status: StatusCode, message: &str) -> Response<Body> {
-    let value = json!({"error": {"code": "bad_request", "message": message}});
-    let body = Bytes::from(serde_json::to_vec(&value).unwrap_or_default());
-    let status = if status.is_client_error() {
-        status
-    } else {
-        StatusCode::BAD_REQUEST
-    };
-    crate::gateway::error::json_response(status, body)
+    }
 }

@@ -12,6 +12,7 @@
 
 pub mod error;
 mod media;
+mod render;
 pub mod reply;
 pub mod request;
 mod stream;
@@ -19,49 +20,117 @@ mod stream;
 use std::sync::Arc;
 use std::time::Instant;
 
+use http::Response;
 use http::header::{self, HeaderValue};
-use http::{Request, Response};
-use hyper::body::Incoming;
+use http::request::Parts;
 
-pub use request::{Call, Param, RequestError};
+pub use error::{DecthingsError, InputProblem, OutputError, RequestError};
+pub use request::{Param, Parsed};
 
+use super::{Call, Frontend, Routing, Target};
 use crate::config::{Config, Route};
-use crate::gateway::body::{Body, ChunksBody};
-use crate::gateway::client_body::ClientBody;
-use crate::gateway::core::backend::{self, Sent};
-use crate::gateway::core::{Exchange, InferRequest, ModelRef};
-use crate::gateway::error::GatewayError;
-use crate::gateway::headers::trace_headers;
-use crate::gateway::observe::Observation;
+use crate::error::Error;
+use crate::http::body::{Body, ChunksBody};
+use crate::http::headers::trace_headers;
+use crate::infer::backend::{self, Sent};
+use crate::infer::route::{self, RouteError};
+use crate::infer::{InferRequest, ModelRef};
+use crate::metrics::Kind;
+use crate::observe::{Direction, Observation};
 
-/// What the gateway lends the frontend: the configuration, a way to make
-/// an [`Exchange`] for the route it chooses, and the checks of who calls.
-pub trait Routes {
-    fn config(&self) -> &Config;
-    /// The exchange for a request bound to `route`: the backend chosen
-    /// for it (by weight, or the one `x-tensorgate-backend` names where
-    /// allowed).
-    fn exchange<'a>(
-        &'a self,
-        route: &'a Route,
-        obs: &'a Observation,
-    ) -> Result<Exchange<'a>, GatewayError>;
-    /// Checks the caller's key (from `headers`) against `route`'s and takes
-    /// the request's token (`gateway::guard`); SigV4 is not taken.
-    fn authorize(
-        &self,
-        route: &Route,
-        headers: &http::HeaderMap,
-        obs: &Observation,
-    ) -> Result<(), GatewayError>;
-    /// Records `key` as the caller on `route` and takes the request's token
-    /// (after a signature over the body verified).
-    fn admit_caller(
-        &self,
-        route: &Route,
-        key: Option<Arc<str>>,
-        obs: &Observation,
-    ) -> Result<(), GatewayError>;
+/// `{prefix}/Model/evaluate`: one call of the Decthings RPC. Its body names
+/// the model, and so the route: the gateway checks the caller against the
+/// keys of every route under the prefix before the body is read, and
+/// against the route's own once the body names it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Evaluate {
+    pub prefix: String,
+}
+
+impl Frontend for Evaluate {
+    fn kind(&self) -> Kind {
+        Kind::Decthings
+    }
+
+    fn route<'c>(&self, config: &'c Config, head: &Parts) -> Result<Routing<'c>, Error> {
+        route::require_post(head)?;
+        let routes = config.routes.iter().filter(|r| self.serves(r)).collect();
+        Ok(Routing::Body { routes })
+    }
+
+    async fn serve(&self, call: Call<'_>) -> Result<Response<Body>, Error> {
+        let Target::Deferred { services } = call.target else {
+            return Err(RouteError::Internal {
+                what: "a Decthings call came bound before its body was read".into(),
+            }
+            .into());
+        };
+        let (head, obs) = (call.head, call.obs);
+        let mut body = call.body.into_read()?;
+        let bytes = body.collect(None).await?;
+        let started = Instant::now();
+        let parsed = request::parse(&bytes).map_err(DecthingsError::from)?;
+        let (route, model) = resolve(services.config(), &self.prefix, &parsed.model_id)
+            .ok_or_else(|| RouteError::NoRoute {
+                model: parsed.model_id.clone(),
+            })?;
+        let x = services.bind(route, &model, &head, obs)?;
+        // Counted under the route, now that it is known.
+        drop(body);
+        request::check_size(route, &parsed.params, bytes.len() as u64)?;
+        let model = ModelRef {
+            name: model,
+            version: parsed.snapshot_id,
+        };
+        let inputs = request::to_inputs(route, parsed.params)?;
+        let infer = InferRequest::new(model.clone(), inputs);
+        let prepared = backend::prepare(x, infer, started).await?;
+        let sent_at = Instant::now();
+        let reply = match prepared.send(x, trace_headers(&head.headers)).await? {
+            Sent::Failed(resp) => return Err(backend::refusal(x, &model, resp).await.into()),
+            Sent::Reply(reply) => reply,
+        };
+        let head = reply.head(x).await?;
+        if stream::streamable(route, &head.doc) {
+            // Every output's size is in the header: the reply streams as the
+            // backend's bytes arrive (evaluate is the time to the backend's
+            // answer; the transfer follows).
+            let durations = reply::Durations {
+                total: obs.elapsed(),
+                evaluate: sent_at.elapsed(),
+            };
+            obs.elements(Direction::Response, head.doc.element_count());
+            let body = stream::body(&head.doc, head.after, head.stream.into_inner(), durations)
+                .map_err(DecthingsError::from)?;
+            let len = http_body::Body::size_hint(&body).exact().unwrap_or(0);
+            let mut resp = octet_stream_body(http_body_util::BodyExt::boxed_unsync(body));
+            resp.headers_mut()
+                .insert(header::CONTENT_LENGTH, HeaderValue::from(len));
+            return Ok(resp);
+        }
+        let (_, reply) = head.collect(x).await?;
+        let evaluate = sent_at.elapsed();
+        let converting = Instant::now();
+        obs.elements(Direction::Response, reply.element_count());
+        let durations = reply::Durations {
+            total: obs.elapsed(),
+            evaluate,
+        };
+        let chunks = reply::success(route, &reply, durations).map_err(DecthingsError::from)?;
+        obs.translation(Direction::Response, converting.elapsed());
+        Ok(octet_stream(ChunksBody::new(chunks)))
+    }
+
+    fn render(&self, e: &Error, obs: &Observation) -> Response<Body> {
+        render::render(e, obs)
+    }
+}
+
+impl Evaluate {
+    /// Whether `route` answers Decthings calls under this prefix.
+    fn serves(&self, route: &Route) -> bool {
+        route.decthings.enabled && route.decthings.prefix == self.prefix
+    }
 }
 
 /// The route and backend model a call is for, if any route serves
@@ -72,107 +141,20 @@ pub fn resolve<'a>(
     prefix: &str,
     model_id: &str,
 ) -> Option<(&'a Arc<Route>, String)> {
-    let serves = |r: &Route| r.decthings.enabled && r.decthings.prefix == prefix;
+    let call = Evaluate {
+        prefix: prefix.to_owned(),
+    };
     if let Some((route, model)) = config
         .routes
         .iter()
-        .filter(|r| serves(r))
+        .filter(|r| call.serves(r))
         .find_map(|r| r.decthings.model_ids.get(model_id).map(|m| (r, m.clone())))
     {
         return Some((route, model));
     }
-    config
-        .route_for_model(model_id)
-        .filter(|r| serves(r))
+    route::for_model(config, model_id, |r| call.serves(r))
+        .ok()
         .map(|r| (r, model_id.to_owned()))
-}
-
-/// The largest body any Decthings route accepts: the bound while the body
-/// is read, before the call says which route it is for.
-pub fn body_limit(config: &Config) -> u64 {
-    config
-        .routes
-        .iter()
-        .filter(|r| r.decthings.enabled)
-        .map(|r| r.limits.max_body_bytes)
-        .max()
-        .unwrap_or(0)
-}
-
-/// Serves one `Model.evaluate` call.
-pub async fn evaluate<R: Routes>(
-    routes: &R,
-    prefix: &str,
-    req: Request<Incoming>,
-    obs: &Observation,
-) -> Result<Response<Body>, GatewayError> {
-    let config = routes.config();
-    let (parts, body) = req.into_parts();
-    let mut body = ClientBody::open(
-        &parts.headers,
-        body,
-        "decthings",
-        body_limit(config),
-        (&config.server).into(),
-    )?;
-    let bytes = body.collect(None).await?;
-    let started = Instant::now();
-    let call = request::parse(&bytes).map_err(Box::new)?;
-    let (route, model) =
-        resolve(config, prefix, &call.model_id).ok_or_else(|| GatewayError::NoRoute {
-            model: call.model_id.clone(),
-        })?;
-    obs.bind(route, &model);
-    obs.client_in(body.wire_bytes());
-    // The key was checked against every route under the prefix before the
-    // body was read; now against the route the call is for.
-    routes.authorize(route, &parts.headers, obs)?;
-    request::check_size(route, &call.params, bytes.len() as u64)?;
-    let x = routes.exchange(route, obs)?;
-    let model = ModelRef {
-        name: model,
-        version: call.snapshot_id,
-    };
-    let inputs = request::to_inputs(route, call.params)?;
-    let infer = InferRequest::new(model.clone(), inputs);
-    obs.elements("request", infer.element_count());
-    let prepared = backend::prepare(x, infer).await?;
-    obs.translation("request", started.elapsed());
-    let sent_at = Instant::now();
-    let reply = match prepared.send(x, trace_headers(&parts.headers)).await? {
-        Sent::Failed(resp) => return Err(backend::refusal(x, &model, resp).await),
-        Sent::Reply(reply) => reply,
-    };
-    let head = reply.head(x).await?;
-    if stream::streamable(route, &head.doc) {
-        // Every output's size is in the header: the reply streams as the
-        // backend's bytes arrive (evaluate is the time to the backend's
-        // answer; the transfer follows).
-        let durations = reply::Durations {
-            total: obs.elapsed(),
-            evaluate: sent_at.elapsed(),
-        };
-        obs.elements("response", head.doc.element_count());
-        let body = stream::body(&head.doc, head.after, head.stream.into_inner(), durations)
-            .map_err(|e| GatewayError::DecthingsOutput(Box::new(e)))?;
-        let len = http_body::Body::size_hint(&body).exact().unwrap_or(0);
-        let mut resp = octet_stream_body(http_body_util::BodyExt::boxed_unsync(body));
-        resp.headers_mut()
-            .insert(header::CONTENT_LENGTH, HeaderValue::from(len));
-        return Ok(resp);
-    }
-    let (_, reply) = head.collect(x).await?;
-    let evaluate = sent_at.elapsed();
-    let converting = Instant::now();
-    obs.elements("response", reply.element_count());
-    let durations = reply::Durations {
-        total: obs.elapsed(),
-        evaluate,
-    };
-    let chunks = reply::success(route, &reply, durations)
-        .map_err(|e| GatewayError::DecthingsOutput(Box::new(e)))?;
-    obs.translation("response", converting.elapsed());
-    Ok(octet_stream(ChunksBody::new(chunks)))
 }
 
 fn octet_stream(body: ChunksBody) -> Response<Body> {

@@ -15,28 +15,14 @@ use std::time::Duration;
 use bytes::{BufMut, Bytes, BytesMut};
 use serde_json::Value;
 
+use super::error::OutputError;
 use super::media;
 use super::request::FORMATS_PARAMETER;
 use crate::codec::decthings::{self, EncodeError, Layout, varint};
 use crate::codec::v2::TensorEntry;
 use crate::config::Route;
-use crate::gateway::core::{InferReply, TensorData};
+use crate::infer::{InferReply, TensorData};
 use crate::tensor::{BytesElements, DataType, DecthingsType, Semantic, Shape, Tensor};
-
-/// An output the client could not take.
-#[derive(Debug, thiserror::Error)]
-pub enum OutputError {
-    #[error("output \"{output}\" lives in shared memory")]
-    SharedMemory { output: String },
-    #[error("output \"{output}\": {source}")]
-    Encode { output: String, source: EncodeError },
-    #[error(
-        "output \"{output}\": shape {shape} has dimensions whose product is past what the client can index"
-    )]
-    Unindexable { output: String, shape: Shape },
-    #[error("output \"{output}\": rows of shape {shape} cannot be unstacked from a scalar")]
-    Unstack { output: String, shape: Shape },
-}
 
 /// Times reported to the client, in milliseconds.
 #[derive(Clone, Copy, Debug)]

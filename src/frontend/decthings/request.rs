@@ -14,12 +14,16 @@ use bytes::Bytes;
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
-use crate::codec::decthings::rpc::{self, RpcError};
-use crate::codec::decthings::{self, DecodeError, Layout, Limits};
+use super::error::RequestError;
+use super::error::{DecthingsError, InputProblem};
+use crate::codec::decthings::rpc;
+use crate::codec::decthings::{self, Layout, Limits};
 use crate::codec::v2::{EntryData, TensorEntry};
 use crate::config::{MultipleTensors, Route};
-use crate::gateway::core::TensorData;
-use crate::gateway::error::{GatewayError, InputProblem};
+use crate::error::Error;
+use crate::http::client_body::BodyError;
+use crate::infer::InferError;
+use crate::infer::TensorData;
 use crate::rules::Side;
 use crate::tensor::{DataType, DecthingsType, Semantic, Shape, Tensor};
 
@@ -29,19 +33,6 @@ pub const TYPE_PARAMETER: &str = "decthings_type";
 /// Tensor parameter holding the media formats of such an input, one per
 /// element, as a JSON array in a string (V2 parameters are scalars).
 pub const FORMATS_PARAMETER: &str = "decthings_formats";
-
-/// A body the official client could never send.
-#[derive(Debug, thiserror::Error)]
-pub enum RequestError {
-    #[error(transparent)]
-    Framing(#[from] RpcError),
-    #[error("the JSON part is not a Model.evaluate call: {0}")]
-    Json(#[source] serde_json::Error),
-    #[error("{blobs} blobs for {params} parameters that carry tensors")]
-    BlobCount { blobs: usize, params: usize },
-    #[error("parameter \"{name}\": {source}")]
-    Tensor { name: String, source: DecodeError },
-}
 
 #[derive(Deserialize)]
 struct RawCall {
@@ -80,7 +71,7 @@ impl Param {
 
 /// A framed `Model.evaluate` call.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Call {
+pub struct Parsed {
     pub model_id: String,
     pub snapshot_id: Option<String>,
     pub params: Vec<Param>,
@@ -88,7 +79,7 @@ pub struct Call {
 
 /// Splits and reads a request body. Blobs pair with the parameters that
 /// carry no `data` member, in order.
-pub fn parse(body: &Bytes) -> Result<Call, RequestError> {
+pub fn parse(body: &Bytes) -> Result<Parsed, RequestError> {
     let frame = rpc::decode_request(body)?;
     let raw: RawCall = serde_json::from_slice(&frame.json).map_err(RequestError::Json)?;
     let with_blobs = raw.params.iter().filter(|p| p.data.is_none()).count();
@@ -107,7 +98,7 @@ pub fn parse(body: &Bytes) -> Result<Call, RequestError> {
             (None, Some(blob)) => Param::Tensors { name: p.name, blob },
         })
         .collect();
-    Ok(Call {
+    Ok(Parsed {
         model_id: raw.model_id,
         snapshot_id: raw.snapshot_id,
         params,
@@ -117,7 +108,7 @@ pub fn parse(body: &Bytes) -> Result<Call, RequestError> {
 /// Checks the call's size against the route's `max_body_bytes`: a parameter
 /// over it on its own is named (`invalid_parameter`); a body over it in
 /// total is a `quota_exceeded`.
-pub fn check_size(route: &Route, params: &[Param], body_len: u64) -> Result<(), GatewayError> {
+pub fn check_size(route: &Route, params: &[Param], body_len: u64) -> Result<(), Error> {
     let limit = route.limits.max_body_bytes;
     for p in params {
         if let Param::Tensors { name, blob } = p
@@ -127,14 +118,15 @@ pub fn check_size(route: &Route, params: &[Param], body_len: u64) -> Result<(), 
                 bytes: blob.len() as u64,
                 limit,
             };
-            return Err(bad_input(route, name.clone(), problem));
+            return Err(bad_input(route, name.clone(), problem).into());
         }
     }
     if body_len > limit {
-        return Err(GatewayError::BodyTooLarge {
+        return Err(BodyError::TooLarge {
             route: route.name.clone(),
             limit,
-        });
+        }
+        .into());
     }
     Ok(())
 }
@@ -144,18 +136,20 @@ pub fn check_size(route: &Route, params: &[Param], body_len: u64) -> Result<(), 
 pub fn to_inputs(
     route: &Route,
     params: Vec<Param>,
-) -> Result<Vec<(TensorEntry, TensorData)>, GatewayError> {
+) -> Result<Vec<(TensorEntry, TensorData)>, Error> {
     let mut inputs = Vec::with_capacity(params.len());
     for param in params {
         let (name, blob) = match param {
-            Param::Dataset { name } => return Err(bad_input(route, name, InputProblem::Dataset)),
+            Param::Dataset { name } => {
+                return Err(bad_input(route, name, InputProblem::Dataset).into());
+            }
             Param::Tensors { name, blob } => (name, blob),
         };
         let limits = Limits {
             max_tensor_bytes: route.limits.max_body_bytes,
         };
         let tensors = decthings::decode_all(&blob, Layout::Current, &limits).map_err(|source| {
-            Box::new(RequestError::Tensor {
+            DecthingsError::Request(RequestError::Tensor {
                 name: name.clone(),
                 source,
             })
@@ -169,12 +163,12 @@ pub fn to_inputs(
         tensors_at: 0,
         tensors: inputs.iter().map(|(t, _)| t.clone()).collect(),
     };
-    crate::gateway::core::checks::check_request(route, &header)?;
+    crate::infer::checks::check_request(route, &header)?;
     Ok(inputs)
 }
 
-fn bad_input(route: &Route, input: String, problem: InputProblem) -> GatewayError {
-    GatewayError::BadInput {
+fn bad_input(route: &Route, input: String, problem: InputProblem) -> DecthingsError {
+    DecthingsError::Input {
         route: route.name.clone(),
         input,
         problem,
@@ -191,7 +185,7 @@ struct Combined {
     formats: Vec<String>,
 }
 
-fn combine(route: &Route, name: &str, tensors: Vec<Tensor>) -> Result<Combined, GatewayError> {
+fn combine(route: &Route, name: &str, tensors: Vec<Tensor>) -> Result<Combined, DecthingsError> {
     let count = tensors.len();
     let Some(first) = tensors.first() else {
         return Err(bad_input(route, name.to_owned(), InputProblem::Empty));
@@ -244,15 +238,11 @@ fn combine(route: &Route, name: &str, tensors: Vec<Tensor>) -> Result<Combined, 
 /// parameters), its data, Decthings type rules checked, and f32 narrowed to
 /// FP16/BF16 when that is the one type the route's rule allows (Decthings
 /// has neither).
-fn input(
-    route: &Route,
-    name: String,
-    t: Combined,
-) -> Result<(TensorEntry, TensorData), GatewayError> {
+fn input(route: &Route, name: String, t: Combined) -> Result<(TensorEntry, TensorData), Error> {
     route
         .rules
         .check_decthings(Side::Input, &name, t.decthings)
-        .map_err(|violation| GatewayError::Rule {
+        .map_err(|violation| InferError::Rule {
             route: route.name.clone(),
             violation,
         })?;

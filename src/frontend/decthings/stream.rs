@@ -12,13 +12,14 @@ use std::task::{Context, Poll, ready};
 use bytes::{BufMut, Bytes, BytesMut};
 use http_body::{Body as HttpBody, Frame, SizeHint};
 
+use super::error::OutputError;
 use super::reply::{self, Durations};
 use crate::codec::decthings::{self, varint};
 use crate::codec::v2::framing::{ChunkSplitter, FramingError, Piece, ShortTensor};
 use crate::codec::v2::{Document, EntryData};
 use crate::config::Route;
-use crate::gateway::body::BoxError;
-use crate::gateway::core::backend::BackendBody;
+use crate::http::body::BoxError;
+use crate::infer::backend::BackendBody;
 use crate::tensor::DataType;
 
 /// Whether a reply can stream: every output binary, of a fixed-size type
@@ -58,7 +59,7 @@ pub fn body(
     after: Bytes,
     upstream: BackendBody,
     durations: Durations,
-) -> Result<StreamBody, reply::OutputError> {
+) -> Result<StreamBody, OutputError> {
     let names: Vec<&str> = doc.tensors.iter().map(|t| t.name.as_str()).collect();
     let json = reply::framed_json(&reply::success_json(&names, durations));
     let mut heads = Vec::with_capacity(doc.tensors.len());
@@ -66,7 +67,7 @@ pub fn body(
     for t in &doc.tensors {
         let size = t.binary_size().unwrap_or(0);
         let head = decthings::head(t.datatype.to_decthings(), &t.shape).map_err(|source| {
-            reply::OutputError::Encode {
+            OutputError::Encode {
                 output: t.name.clone(),
                 source,
             }

@@ -12,7 +12,7 @@ use super::request::{self, Param};
 use crate::codec::decthings::{self, Layout, rpc};
 use crate::codec::v2::{DocKind, Document, EntryData, TensorEntry};
 use crate::config::{Backend, Route};
-use crate::gateway::core::{InferReply, TensorData};
+use crate::infer::{InferReply, TensorData};
 use crate::tensor::{DataType, Shape, Tensor};
 
 fn route() -> Route {
@@ -117,7 +117,7 @@ fn framing_the_client_could_never_send_is_a_request_error() {
     let bad_json = rpc::encode_request(b"{\"params\":[]}", &[]).unwrap();
     assert!(matches!(
         request::parse(&bad_json).unwrap_err(),
-        request::RequestError::Json(_)
+        super::error::RequestError::Json(_)
     ));
     let too_many = rpc::encode_request(br#"{"modelId":"m","params":[]}"#, &[Bytes::new()]).unwrap();
     assert_eq!(

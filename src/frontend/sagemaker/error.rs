@@ -14,9 +14,8 @@ use http::{Response, StatusCode};
 use serde_json::json;
 
 use crate::codec::sagemaker::{ConfigError, MediaError, RecordError, ReplyError};
-use crate::gateway::body::Body;
-use crate::gateway::error::{GatewayError, json_response};
-use crate::gateway::guard::AuthProblem;
+use crate::error::{Class, Classify, Credentials, Error, UpstreamKind};
+use crate::http::body::{Body, json_response};
 
 /// What the SageMaker frontend itself refuses.
 #[derive(Debug, thiserror::Error)]
@@ -47,37 +46,28 @@ pub enum SageMakerError {
     MissingOutput { name: String },
 }
 
-impl SageMakerError {
-    /// The status of each refusal (the gateway's one mapping defers here).
-    pub fn status(&self) -> StatusCode {
+impl Classify for SageMakerError {
+    fn class(&self) -> Class {
         match self {
-            SageMakerError::Record(RecordError::BodyTooLarge { .. }) => {
-                StatusCode::PAYLOAD_TOO_LARGE
-            }
-            SageMakerError::Media(MediaError::ContentType { .. }) => {
-                StatusCode::UNSUPPORTED_MEDIA_TYPE
-            }
-            SageMakerError::Media(MediaError::Accept { .. }) => StatusCode::NOT_ACCEPTABLE,
-            SageMakerError::Reply(_) | SageMakerError::MissingOutput { .. } => {
-                StatusCode::BAD_GATEWAY
-            }
-            _ => StatusCode::BAD_REQUEST,
+            SageMakerError::Record(RecordError::BodyTooLarge { .. }) => Class::TooLarge,
+            SageMakerError::Media(MediaError::ContentType { .. }) => Class::UnsupportedMediaType,
+            SageMakerError::Media(MediaError::Accept { .. }) => Class::NotAcceptable,
+            SageMakerError::Reply(_) | SageMakerError::MissingOutput { .. } => Class::BadOutput {
+                backend_fault: false,
+            },
+            _ => Class::Malformed,
         }
     }
 }
 
-/// `{"error": message}` with the error's status (container paths).
-pub fn render(e: GatewayError) -> Response<Body> {
-    e.into_response()
-}
-
-/// The AWS error shape (Runtime API path).
-pub fn render_aws(e: GatewayError) -> Response<Body> {
+/// The AWS error shape (the Runtime API path): an `x-amzn-ErrorType` header
+/// naming the error, and `{"message": ...}`; `ModelError` (424, with the
+/// model's own status and message) when the backend failed.
+pub fn render_aws(e: &Error) -> Response<Body> {
     let message = e.to_string();
-    let (status, kind, body) = match &e {
-        GatewayError::BackendFailed {
-            status, message: m, ..
-        } => (
+    let class = e.class();
+    let (status, kind, body) = match &class {
+        Class::Refused { status, message: m } => (
             StatusCode::FAILED_DEPENDENCY,
             "ModelError",
             json!({
@@ -87,13 +77,16 @@ pub fn render_aws(e: GatewayError) -> Response<Body> {
                 "LogStreamArn": "",
             }),
         ),
-        GatewayError::BackendTimeout { .. }
-        | GatewayError::BackendRefused { .. }
-        | GatewayError::BackendReset { .. }
-        | GatewayError::BadBackendResponse { .. }
-        | GatewayError::OutputRule { .. }
-        | GatewayError::ResponseTooLarge { .. } => {
-            let original = e.status().as_u16();
+        Class::Upstream {
+            kind:
+                UpstreamKind::Timeout
+                | UpstreamKind::Refused
+                | UpstreamKind::Reset
+                | UpstreamKind::Invalid,
+            ..
+        }
+        | Class::BadOutput { .. } => {
+            let original = class.status().as_u16();
             (
                 StatusCode::FAILED_DEPENDENCY,
                 "ModelError",
@@ -105,17 +98,20 @@ pub fn render_aws(e: GatewayError) -> Response<Body> {
                 }),
             )
         }
-        GatewayError::Unauthorized { problem, .. } => {
-            let (status, kind) = aws_auth_error(problem);
+        Class::Unauthenticated(c) => {
+            let (status, kind) = aws_auth_error(*c);
             (status, kind, json!({ "message": message }))
         }
-        GatewayError::RateLimited(r) if r.wait.is_some() => (
+        Class::RateLimited {
+            retry_after: Some(_),
+            ..
+        } => (
             StatusCode::BAD_REQUEST,
             "ThrottlingException",
             json!({ "message": message }),
         ),
         _ => {
-            let status = e.status();
+            let status = class.status();
             let kind = match status {
                 StatusCode::SERVICE_UNAVAILABLE => "ServiceUnavailable",
                 s if s.is_server_error() => "InternalFailure",
@@ -136,19 +132,15 @@ pub fn render_aws(e: GatewayError) -> Response<Body> {
 
 /// The status and error type AWS answers for refused credentials (what
 /// boto3 raises as `ClientError` with that code).
-fn aws_auth_error(problem: &AuthProblem) -> (StatusCode, &'static str) {
-    use crate::auth::sigv4::SigV4Error;
+fn aws_auth_error(c: Credentials) -> (StatusCode, &'static str) {
     let forbidden = StatusCode::FORBIDDEN;
-    match problem {
-        AuthProblem::Missing => (forbidden, "MissingAuthenticationTokenException"),
-        AuthProblem::SigV4Off => (forbidden, "AccessDeniedException"),
-        AuthProblem::SigV4(
-            SigV4Error::Malformed { .. } | SigV4Error::NoDate | SigV4Error::HostNotSigned,
-        ) => (StatusCode::BAD_REQUEST, "IncompleteSignatureException"),
-        AuthProblem::SigV4(_) => (forbidden, "InvalidSignatureException"),
-        AuthProblem::UnknownKey
-        | AuthProblem::UnknownAccessKey
-        | AuthProblem::Unreadable(_)
-        | AuthProblem::SigV4NotHere => (forbidden, "UnrecognizedClientException"),
+    match c {
+        Credentials::Missing => (forbidden, "MissingAuthenticationTokenException"),
+        Credentials::SigV4Off => (forbidden, "AccessDeniedException"),
+        Credentials::SigV4Incomplete => (StatusCode::BAD_REQUEST, "IncompleteSignatureException"),
+        Credentials::SigV4Invalid | Credentials::SigV4Expired => {
+            (forbidden, "InvalidSignatureException")
+        }
+        Credentials::Unrecognized => (forbidden, "UnrecognizedClientException"),
     }
 }

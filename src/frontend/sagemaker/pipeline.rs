@@ -16,14 +16,18 @@ use super::target::InputSpec;
 use crate::codec::sagemaker::{Batch, OutputRef, ReplyWriter, RequestDecoder};
 use crate::codec::v2::{EntryData, TensorEntry};
 use crate::config::Route;
-use crate::gateway::client_body::ClientBody;
-use crate::gateway::core::backend::{self, Sent};
-use crate::gateway::core::checks::check_request;
-use crate::gateway::core::{Exchange, InferReply, InferRequest, ModelRef, TensorData};
-use crate::gateway::error::GatewayError;
-use crate::gateway::observe::Observation;
-use crate::gateway::shadow::Mirror;
-use crate::gateway::upstream::Upstream;
+use crate::error::Error;
+use crate::http::client_body::ClientBody;
+use crate::infer::backend::{self, Sent};
+use crate::infer::checks::check_request;
+use crate::infer::metadata::MetadataCache;
+use crate::infer::route::RouteError;
+use crate::infer::shadow::Mirror;
+use crate::infer::{Exchange, InferReply, InferRequest, ModelRef, TensorData};
+use crate::observe::Direction;
+use crate::observe::Observation;
+use crate::upstream::Upstream;
+use std::time::Instant;
 
 /// What every batch of one invocation shares, owned so batches can run on
 /// their own tasks.
@@ -31,6 +35,7 @@ use crate::gateway::upstream::Upstream;
 pub struct Job {
     pub route: Arc<Route>,
     pub upstream: Upstream,
+    pub metadata: Arc<MetadataCache>,
     pub shadow: Option<Mirror>,
     pub obs: Observation,
     pub model: ModelRef,
@@ -44,59 +49,20 @@ impl Job {
         Exchange {
             route: &self.route,
             upstream: &self.upstream,
+            metadata: &self.metadata,
             shadow: self.shadow.as_ref(),
             obs: &self.obs,
         }
     }
 }
 
-type Pending = JoinHandle<Result<(usize, InferReply), GatewayError>>;
-
-/// Where the records come from: the client's body as it arrives, or a body
-/// read whole already (a SigV4 request, verified over all of it), handed to
-/// the decoder in pieces as if it were arriving.
-#[derive(Debug)]
-pub enum Source {
-    Stream(Box<ClientBody>),
-    Read { rest: Bytes, wire: u64 },
-}
-
-/// The pieces a body read whole is handed out in.
-const READ_PIECE: usize = 64 << 10;
-
-impl From<ClientBody> for Source {
-    fn from(body: ClientBody) -> Source {
-        Source::Stream(Box::new(body))
-    }
-}
-
-impl Source {
-    /// A body read whole: `body`, `wire` bytes as received.
-    pub fn read(body: Bytes, wire: u64) -> Source {
-        Source::Read { rest: body, wire }
-    }
-
-    async fn next(&mut self) -> Result<Option<Bytes>, GatewayError> {
-        match self {
-            Source::Stream(body) => body.next().await,
-            Source::Read { rest, .. } if rest.is_empty() => Ok(None),
-            Source::Read { rest, .. } => Ok(Some(rest.split_to(rest.len().min(READ_PIECE)))),
-        }
-    }
-
-    fn wire_bytes(&self) -> u64 {
-        match self {
-            Source::Stream(body) => body.wire_bytes(),
-            Source::Read { wire, .. } => *wire,
-        }
-    }
-}
+type Pending = JoinHandle<Result<(usize, InferReply), Error>>;
 
 /// One invocation's batches, driven chunk by chunk.
 #[derive(Debug)]
 pub struct Pipeline {
     job: Arc<Job>,
-    body: Source,
+    body: ClientBody,
     decoder: RequestDecoder,
     writer: ReplyWriter,
     in_flight: VecDeque<Pending>,
@@ -110,7 +76,7 @@ pub struct Pipeline {
 }
 
 impl Pipeline {
-    pub fn new(job: Job, body: Source, decoder: RequestDecoder, writer: ReplyWriter) -> Self {
+    pub fn new(job: Job, body: ClientBody, decoder: RequestDecoder, writer: ReplyWriter) -> Self {
         let max_in_flight = job.route.sagemaker.max_batches_in_flight.max(1);
         Pipeline {
             job: Arc::new(job),
@@ -126,15 +92,10 @@ impl Pipeline {
         }
     }
 
-    /// Bytes the client sent, as received.
-    pub fn wire_bytes(&self) -> u64 {
-        self.body.wire_bytes()
-    }
-
     /// The next piece of the reply: the opening and the first batch's
     /// records, then one batch's records at a time, then the closing;
     /// `None` when all is written.
-    pub async fn next_chunk(&mut self) -> Result<Option<Bytes>, GatewayError> {
+    pub async fn next_chunk(&mut self) -> Result<Option<Bytes>, Error> {
         self.fill().await?;
         let mut out = Vec::new();
         if !self.opened {
@@ -142,11 +103,13 @@ impl Pipeline {
             self.writer.open(&mut out);
         }
         if let Some(pending) = self.in_flight.pop_front() {
-            let (records, reply) = pending.await.map_err(|e| GatewayError::Internal {
+            let (records, reply) = pending.await.map_err(|e| RouteError::Internal {
                 what: format!("a batch task ended: {e}"),
             })??;
             write_reply(&self.job.route, &mut self.writer, records, &reply, &mut out)?;
-            self.job.obs.elements("response", reply.element_count());
+            self.job
+                .obs
+                .elements(Direction::Response, reply.element_count());
         } else if !self.closed {
             self.closed = true;
             self.writer.close(&mut out);
@@ -158,7 +121,7 @@ impl Pipeline {
 
     /// Starts batches until `max_in_flight` run or none is left, reading
     /// the body as needed.
-    async fn fill(&mut self) -> Result<(), GatewayError> {
+    async fn fill(&mut self) -> Result<(), Error> {
         while self.in_flight.len() < self.max_in_flight && !self.exhausted {
             let next = if self.ended {
                 self.decoder.finish()
@@ -197,13 +160,16 @@ impl Drop for Pipeline {
     }
 }
 
-fn record_error(e: crate::codec::sagemaker::RecordError) -> GatewayError {
-    GatewayError::SageMaker(Box::new(SageMakerError::Record(e)))
+fn record_error(e: crate::codec::sagemaker::RecordError) -> SageMakerError {
+    SageMakerError::Record(e)
 }
 
 /// One batch through the backend: the `[N, F]` input checked against the
 /// route's rules, sent, and its reply collected.
-async fn run_batch(job: &Job, batch: Batch) -> Result<(usize, InferReply), GatewayError> {
+async fn run_batch(job: &Job, batch: Batch) -> Result<(usize, InferReply), Error> {
+    // A batch's records were decoded as the body arrived: what is timed
+    // as its translation is building the backend request from them.
+    let started = Instant::now();
     let x = job.exchange();
     let records = batch.records;
     let entry = TensorEntry {
@@ -221,10 +187,9 @@ async fn run_batch(job: &Job, batch: Batch) -> Result<(usize, InferReply), Gatew
         vec![(entry, TensorData::Pieces(vec![batch.data]))],
     );
     check_request(x.route, &req.header)?;
-    x.obs.elements("request", req.element_count());
-    let prepared = backend::prepare(x, req).await?;
+    let prepared = backend::prepare(x, req, started).await?;
     match prepared.send(x, job.headers.clone()).await? {
-        Sent::Failed(resp) => Err(backend::refusal(x, &job.model, resp).await),
+        Sent::Failed(resp) => Err(backend::refusal(x, &job.model, resp).await.into()),
         Sent::Reply(reply) => {
             let (_, reply) = reply.head(x).await?.collect(x).await?;
             Ok((records, reply))
@@ -240,7 +205,7 @@ fn write_reply(
     records: usize,
     reply: &InferReply,
     out: &mut Vec<u8>,
-) -> Result<(), GatewayError> {
+) -> Result<(), SageMakerError> {
     let joined: Vec<(&TensorEntry, Bytes)> =
         reply.outputs().map(|(t, d)| (t, d.joined())).collect();
     let selected: Vec<OutputRef<'_>> = if route.sagemaker.outputs.is_empty() {
@@ -257,18 +222,16 @@ fn write_reply(
                 let (t, d) = joined
                     .iter()
                     .find(|(t, _)| t.name == o.name)
-                    .ok_or_else(|| {
-                        GatewayError::SageMaker(Box::new(SageMakerError::MissingOutput {
-                            name: o.name.clone(),
-                        }))
+                    .ok_or_else(|| SageMakerError::MissingOutput {
+                        name: o.name.clone(),
                     })?;
                 Ok(output_ref(o.reply_name(), t, d))
             })
-            .collect::<Result<_, GatewayError>>()?
+            .collect::<Result<_, SageMakerError>>()?
     };
     writer
         .write_batch(records, &selected, out)
-        .map_err(|e| GatewayError::SageMaker(Box::new(SageMakerError::Reply(e))))
+        .map_err(SageMakerError::Reply)
 }
 
 fn output_ref<'a>(name: &'a str, t: &'a TensorEntry, data: &'a Bytes) -> OutputRef<'a> {

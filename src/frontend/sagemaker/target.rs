@@ -16,11 +16,24 @@ use http::HeaderMap;
 
 use super::error::SageMakerError;
 use crate::config::{Config, Route, SageMakerRoute};
-use crate::gateway::core::metadata::MetadataError;
-use crate::gateway::core::{Exchange, ModelRef};
-use crate::gateway::dispatch::SageMakerTarget;
-use crate::gateway::error::GatewayError;
+use crate::error::Error;
+use crate::infer::metadata::MetadataError;
+use crate::infer::route;
+use crate::infer::{Exchange, InferError, ModelRef};
 use crate::tensor::DataType;
+
+/// Which model a SageMaker invocation names, by the path it came on.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Target {
+    /// `/invocations`: the `X-Amzn-SageMaker-Target-Model` header, else the
+    /// configured default model.
+    Invocations,
+    /// `/models/{model}/invoke`.
+    Model(String),
+    /// `/endpoints/{endpoint}/invocations`: the SageMaker Runtime API path
+    /// (boto3's `invoke_endpoint`), whose errors take AWS's shape.
+    Endpoint(String),
+}
 
 /// The header multi-model clients name their model with.
 pub const TARGET_MODEL: &str = "x-amzn-sagemaker-target-model";
@@ -28,9 +41,9 @@ pub const TARGET_MODEL: &str = "x-amzn-sagemaker-target-model";
 /// The route and backend model of an invocation.
 pub fn resolve<'a>(
     config: &'a Config,
-    target: &SageMakerTarget,
+    target: &Target,
     headers: &HeaderMap,
-) -> Result<(&'a Arc<Route>, String), GatewayError> {
+) -> Result<(&'a Arc<Route>, String), Error> {
     let header = headers
         .get(TARGET_MODEL)
         .and_then(|v| v.to_str().ok())
@@ -38,24 +51,19 @@ pub fn resolve<'a>(
         .filter(|v| !v.is_empty());
     let model = match (header, target) {
         (Some(m), _) => m.to_owned(),
-        (None, SageMakerTarget::Model(m)) => m.clone(),
-        (None, SageMakerTarget::Endpoint(e)) => config
+        (None, Target::Model(m)) => m.clone(),
+        (None, Target::Endpoint(e)) => config
             .routes
             .iter()
             .find_map(|r| r.sagemaker.endpoints.get(e).cloned())
             .unwrap_or_else(|| e.clone()),
-        (None, SageMakerTarget::Invocations) => config
+        (None, Target::Invocations) => config
             .routes
             .iter()
             .find_map(|r| r.sagemaker.default_model.clone())
-            .ok_or_else(|| GatewayError::SageMaker(Box::new(SageMakerError::NoModel)))?,
+            .ok_or(SageMakerError::NoModel)?,
     };
-    let route = config
-        .route_for_model(&model)
-        .filter(|r| r.sagemaker.enabled)
-        .ok_or_else(|| GatewayError::NoRoute {
-            model: model.clone(),
-        })?;
+    let route = route::for_model(config, &model, |r| r.sagemaker.enabled)?;
     Ok((route, model))
 }
 
@@ -79,23 +87,25 @@ pub struct InputSpec {
 }
 
 /// Finds the input: configured, else from the backend's metadata.
-pub async fn input(x: Exchange<'_>, model: &ModelRef) -> Result<InputSpec, GatewayError> {
+pub async fn input(x: Exchange<'_>, model: &ModelRef) -> Result<InputSpec, Error> {
     let sm: &SageMakerRoute = &x.route.sagemaker;
     let (name, dtype) = match (&sm.input, sm.datatype) {
         (Some(name), Some(dtype)) => (name.clone(), dtype),
         (configured, dtype) => {
             let meta = x
-                .upstream
                 .metadata
                 .get(x.upstream, model)
                 .await
-                .map_err(|e| match e {
-                    MetadataError::NotFound { backend, .. } => GatewayError::UnknownModel {
-                        backend,
-                        model: model.clone(),
-                    },
-                    MetadataError::Gateway(g) => g,
-                    other => input_error(x, model, other.to_string()),
+                .map_err(|e| -> Error {
+                    match e {
+                        MetadataError::NotFound { backend, .. } => InferError::UnknownModel {
+                            backend,
+                            model: model.clone(),
+                        }
+                        .into(),
+                        MetadataError::Upstream(u) => u.into(),
+                        other => input_error(x, model, other.to_string()).into(),
+                    }
                 })?;
             let spec = match configured {
                 Some(name) => meta
@@ -103,7 +113,11 @@ pub async fn input(x: Exchange<'_>, model: &ModelRef) -> Result<InputSpec, Gatew
                     .iter()
                     .find(|i| &i.name == name)
                     .ok_or_else(|| {
-                        input_error(x, model, format!("the model has no input \"{name}\""))
+                        Error::from(input_error(
+                            x,
+                            model,
+                            format!("the model has no input \"{name}\""),
+                        ))
                     })?,
                 None => match meta.inputs.as_slice() {
                     [one] => one,
@@ -112,7 +126,7 @@ pub async fn input(x: Exchange<'_>, model: &ModelRef) -> Result<InputSpec, Gatew
                             "the model has {} inputs, records fill exactly one",
                             inputs.len()
                         );
-                        return Err(input_error(x, model, why));
+                        return Err(input_error(x, model, why).into());
                     }
                 },
             };
@@ -121,7 +135,7 @@ pub async fn input(x: Exchange<'_>, model: &ModelRef) -> Result<InputSpec, Gatew
     };
     if !SageMakerRoute::DATATYPES.contains(&dtype) {
         let why = format!("its input \"{name}\" is {dtype}, and records are numbers");
-        return Err(input_error(x, model, why));
+        return Err(input_error(x, model, why).into());
     }
     let features = x
         .route
@@ -140,10 +154,10 @@ pub async fn input(x: Exchange<'_>, model: &ModelRef) -> Result<InputSpec, Gatew
     })
 }
 
-fn input_error(x: Exchange<'_>, model: &ModelRef, why: String) -> GatewayError {
-    GatewayError::SageMaker(Box::new(SageMakerError::Input {
+fn input_error(x: Exchange<'_>, model: &ModelRef, why: String) -> SageMakerError {
+    SageMakerError::Input {
         model: model.name.clone(),
         route: x.route.name.clone(),
         why,
-    }))
+    }
 }

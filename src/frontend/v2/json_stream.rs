@@ -12,10 +12,10 @@ use http_body::Frame;
 use crate::codec::v2::framing::{ChunkSplitter, FramingError, Piece, ShortTensor};
 use crate::codec::v2::json_write::{DocWriter, TensorForm, ValueWriter, WriteError};
 use crate::codec::v2::{Document, EntryData};
-use crate::gateway::body::BoxError;
-use crate::gateway::core::backend::BackendBody;
-use crate::gateway::observe::Observation;
-use crate::gateway::parallel;
+use crate::cpu;
+use crate::http::body::BoxError;
+use crate::infer::backend::BackendBody;
+use crate::observe::{Direction, Observation};
 use crate::tensor::Shape;
 
 /// Why a streamed reply was cut off.
@@ -171,7 +171,7 @@ impl<B> JsonReplyBody<B> {
         self.drain_pieces()?;
         self.inline_until(self.doc.tensors.len())?;
         self.writer.close(&self.doc, &mut self.out);
-        self.obs.translation("response", self.busy);
+        self.obs.translation(Direction::Response, self.busy);
         Ok(())
     }
 
@@ -184,7 +184,7 @@ impl<B> JsonReplyBody<B> {
 }
 
 /// Pieces with at least this many fixed-size elements are written in two
-/// halves at once (see [`parallel::join`]): 8192 FP32 values take about
+/// halves at once (see [`cpu::join`]): 8192 FP32 values take about
 /// 0.3 ms to write, handing half of them to another thread some µs.
 pub const PARALLEL_MIN_ELEMENTS: usize = 8192;
 
@@ -213,7 +213,7 @@ pub fn write_values(
     // thread collects, and the pool's threads mostly sleep: a streamed
     // 715 MB reply peaked at 892 MB that way, against 32 MB).
     let mut text = Vec::with_capacity(ValueWriter::max_text_len(vw.datatype(), whole.len()));
-    let (first, second) = parallel::join(
+    let (first, second) = cpu::join(
         || vw.write(&data[..mid], out),
         move || later.write(&whole, &mut text).map(|()| (later, text)),
     );
@@ -297,8 +297,8 @@ mod tests {
     use super::*;
     use crate::codec::v2::document::DocParser;
     use crate::codec::v2::model::{DocKind, DocLimits};
-    use crate::gateway::observe::Start;
     use crate::metrics::Metrics;
+    use crate::observe::Start;
     use std::collections::VecDeque as Queue;
 
     /// A backend body handing out the frames it was given, counting how
@@ -358,7 +358,7 @@ mod tests {
         let metrics = Metrics::new().unwrap();
         let obs = Observation::start(Start {
             metrics: &metrics,
-            kind: "v2",
+            kind: crate::metrics::Kind::V2,
             request_id: http::HeaderValue::from_static("t"),
             method: http::Method::POST,
             path: "/v2/models/m/infer",

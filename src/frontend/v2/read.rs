@@ -7,6 +7,7 @@ use bytes::Bytes;
 use http::HeaderMap;
 use http::header;
 
+use super::V2Error;
 use crate::codec::v2::framing::{
     self, FramingError, HeaderReader, IHCL_HEADER, check_header_length,
 };
@@ -14,12 +15,13 @@ use crate::codec::v2::{
     BinaryCollector, DocError, DocKind, DocLimits, DocParser, Document, EntryData,
 };
 use crate::config::Route;
-use crate::gateway::client_body::ClientBody;
-use crate::gateway::core::backend::{Attempt, EarlySend};
-use crate::gateway::core::checks::{check_heads, check_request};
-use crate::gateway::core::{Exchange, ModelRef, TensorData};
-use crate::gateway::error::GatewayError;
-use crate::gateway::parallel;
+use crate::cpu;
+use crate::error::Error;
+use crate::http::client_body::BodyError;
+use crate::http::client_body::ClientBody;
+use crate::infer::backend::{Attempt, EarlySend};
+use crate::infer::checks::{check_heads, check_request};
+use crate::infer::{Exchange, ModelRef, TensorData};
 use crate::tensor::{DataType, bytes_layout};
 
 /// How a client framed its binary request, which decides how binary
@@ -47,8 +49,8 @@ pub enum ClientFraming {
 }
 
 impl ClientFraming {
-    pub fn of(route: &Route, headers: &HeaderMap) -> Result<ClientFraming, GatewayError> {
-        let bad = |source| GatewayError::BadFraming {
+    pub fn of(route: &Route, headers: &HeaderMap) -> Result<ClientFraming, V2Error> {
+        let bad = |source| V2Error::Framing {
             route: route.name.clone(),
             source,
         };
@@ -86,15 +88,15 @@ pub fn doc_limits(route: &Route) -> DocLimits {
         .with_member_budget(l.max_json_header_bytes, MAX_MEMBER_VALUES)
 }
 
-fn bad_doc(route: &Route) -> impl Fn(DocError) -> GatewayError + '_ {
-    move |source| GatewayError::BadDocument {
+fn bad_doc(route: &Route) -> impl Fn(DocError) -> V2Error + '_ {
+    move |source| V2Error::Document {
         route: route.name.clone(),
         source,
     }
 }
 
-fn bad_framing(route: &Route) -> impl Fn(FramingError) -> GatewayError + '_ {
-    move |source| GatewayError::BadFraming {
+fn bad_framing(route: &Route) -> impl Fn(FramingError) -> V2Error + '_ {
+    move |source| V2Error::Framing {
         route: route.name.clone(),
         source,
     }
@@ -123,7 +125,7 @@ pub async fn read_json<'a>(
     route: &Route,
     body: &mut ClientBody,
     mut start: Option<EarlyStart<'a, '_>>,
-) -> Result<JsonRequest<'a>, GatewayError> {
+) -> Result<JsonRequest<'a>, Error> {
     let mut parser = DocParser::new(DocKind::Request, doc_limits(route));
     let mut early: Option<EarlySend<'a>> = None;
     // The tensor the last attempt was made in: one attempt per tensor.
@@ -172,7 +174,7 @@ pub async fn read_json<'a>(
 }
 
 /// Chunks of at least this many bytes inside a tensor's data are converted
-/// in two halves at once (see [`parallel::join`]): 64 KiB of FP32 JSON take
+/// in two halves at once (see [`cpu::join`]): 64 KiB of FP32 JSON take
 /// about 60 µs to convert, handing half of it to another thread some µs.
 pub const PARALLEL_MIN_BYTES: usize = 64 << 10;
 
@@ -187,7 +189,7 @@ pub fn feed(parser: &mut DocParser, chunk: Bytes) -> Result<(), DocError> {
         return parser.feed(&chunk);
     };
     let rest = chunk.slice(cut..);
-    let (first, tail) = parallel::join(
+    let (first, tail) = cpu::join(
         || parser.feed(&chunk[..cut]),
         move || {
             tail.run(&rest);
@@ -203,7 +205,7 @@ pub async fn read_binary(
     route: &Route,
     body: &mut ClientBody,
     header_len: u64,
-) -> Result<(Document, Vec<TensorData>), GatewayError> {
+) -> Result<(Document, Vec<TensorData>), Error> {
     let limits = &route.limits;
     check_header_length(
         header_len,
@@ -211,7 +213,7 @@ pub async fn read_binary(
         limits.max_json_header_bytes,
     )
     .map_err(|source| match source {
-        FramingError::HeaderTooLarge { .. } => GatewayError::HeaderTooLarge {
+        FramingError::HeaderTooLarge { .. } => V2Error::HeaderTooLarge {
             route: route.name.clone(),
             source,
         },
@@ -225,10 +227,11 @@ pub async fn read_binary(
         .binary_sizes()
         .try_fold(header_len, |sum, (_, size)| sum.checked_add(size));
     if total.is_none_or(|t| t > limits.max_body_bytes) {
-        return Err(GatewayError::BodyTooLarge {
+        return Err(BodyError::TooLarge {
             route: route.name.clone(),
             limit: limits.max_body_bytes,
-        });
+        }
+        .into());
     }
     let mut collector = BinaryCollector::new(&doc);
     let mut next = Some(rest);
@@ -262,11 +265,12 @@ fn bytes_input(
     name: &str,
     count: u64,
     pieces: Vec<Bytes>,
-) -> Result<TensorData, GatewayError> {
+) -> Result<TensorData, V2Error> {
     let joined = TensorData::Pieces(pieces).joined();
-    bytes_layout::validate(&joined, count).map_err(|e| GatewayError::BadRequest {
+    bytes_layout::validate(&joined, count).map_err(|e| V2Error::BadBytes {
         route: route.name.clone(),
-        message: format!("input \"{name}\": {e}"),
+        input: name.to_owned(),
+        detail: e.to_string(),
     })?;
     Ok(TensorData::Pieces(vec![joined]))
 }
@@ -276,14 +280,15 @@ async fn read_header(
     route: &Route,
     body: &mut ClientBody,
     header_len: u64,
-) -> Result<(Bytes, Bytes), GatewayError> {
+) -> Result<(Bytes, Bytes), Error> {
     let mut reader = HeaderReader::new(header_len as usize);
     loop {
         let Some(mut chunk) = body.next().await? else {
             return Err(bad_framing(route)(FramingError::HeaderOutOfRange {
                 header: header_len,
                 body: header_len - reader.missing() as u64,
-            }));
+            })
+            .into());
         };
         if let Some(header) = reader.push(&mut chunk) {
             return Ok((header, chunk));

@@ -18,6 +18,7 @@ use http::header::{self, HeaderValue};
 use http::{HeaderMap, Response};
 use http_body_util::BodyExt;
 
+use super::V2Error;
 use super::json_stream::JsonReplyBody;
 use super::read::BinaryLabel;
 use crate::codec::v2::OutputSelection;
@@ -25,14 +26,14 @@ use crate::codec::v2::framing::{self, IHCL_HEADER};
 use crate::codec::v2::json_write::{DocWriter, TensorForm, ValueWriter};
 use crate::codec::v2::{EntryData, TensorEntry};
 use crate::config::WireFormat;
-use crate::gateway::body::{Body, ChunksBody, PrefixedBody, full};
-use crate::gateway::core::backend::{
-    BackendReply, OFF_THREAD_BYTES, ReplyFraming, ReplyHead, Sent, off_thread,
-};
-use crate::gateway::core::{Exchange, InferReply, TensorData};
-use crate::gateway::encoding::{Coding, CompressBody, compress_all};
-use crate::gateway::error::GatewayError;
-use crate::gateway::headers::{strip_body_headers, strip_hop_by_hop};
+use crate::cpu::{OFF_THREAD_BYTES, off_thread};
+use crate::error::Error;
+use crate::http::body::{Body, ChunksBody, PrefixedBody, full};
+use crate::http::encoding::{Coding, CompressBody, compress_all};
+use crate::http::headers::{strip_body_headers, strip_hop_by_hop};
+use crate::infer::backend::{BackendReply, ReplyFraming, ReplyHead, Sent};
+use crate::infer::{Exchange, InferReply, TensorData};
+use crate::observe::Direction;
 use crate::tensor::DataType;
 
 /// How the client wants its reply.
@@ -44,11 +45,7 @@ pub struct Wanted {
     pub label: Option<BinaryLabel>,
 }
 
-pub async fn render(
-    x: Exchange<'_>,
-    sent: Sent,
-    wanted: &Wanted,
-) -> Result<Response<Body>, GatewayError> {
+pub async fn render(x: Exchange<'_>, sent: Sent, wanted: &Wanted) -> Result<Response<Body>, Error> {
     let reply = match sent {
         Sent::Failed(resp) => {
             let (mut parts, body) = resp.into_parts();
@@ -95,7 +92,7 @@ pub async fn render(
     if binary_framing && all_binary_already && label == BinaryLabel::Ihcl {
         return Ok(passthrough_binary(head, wanted.coding));
     }
-    x.obs.elements("response", doc.element_count());
+    x.obs.elements(Direction::Response, doc.element_count());
     let no_binary = !wants.iter().any(|&w| w);
     let needs_check = doc
         .tensors
@@ -204,7 +201,7 @@ async fn assemble(
     wants: Vec<bool>,
     label: BinaryLabel,
     coding: Coding,
-) -> Result<Response<Body>, GatewayError> {
+) -> Result<Response<Body>, Error> {
     let size: u64 = reply.data.iter().map(TensorData::len).sum();
     let route = x.route.name.clone();
     let written = if size >= OFF_THREAD_BYTES {
@@ -212,7 +209,7 @@ async fn assemble(
     } else {
         write_reply(&route, &reply, &wants, coding)?
     };
-    x.obs.translation("response", written.took);
+    x.obs.translation(Direction::Response, written.took);
 
     strip_hop_by_hop(&mut parts.headers);
     strip_body_headers(&mut parts.headers);
@@ -257,7 +254,7 @@ fn write_reply(
     reply: &InferReply,
     wants: &[bool],
     coding: Coding,
-) -> Result<Written, GatewayError> {
+) -> Result<Written, V2Error> {
     let started = Instant::now();
     let mut header = Vec::with_capacity(256);
     let mut w = DocWriter::new();
@@ -301,10 +298,10 @@ fn write_json_tensor(
     t: &TensorEntry,
     pieces: &[Bytes],
     out: &mut Vec<u8>,
-) -> Result<(), GatewayError> {
+) -> Result<(), V2Error> {
     w.tensor_open(t, TensorForm::Json, out);
     let mut vw = ValueWriter::new(t.datatype);
-    let not_json = |source| GatewayError::OutputNotJson {
+    let not_json = |source| V2Error::OutputNotJson {
         route: route.to_owned(),
         output: t.name.clone(),
         source,

@@ -19,7 +19,7 @@ use bytes::Bytes;
 use http::{Response, StatusCode};
 
 use crate::common::{Got, Seen, TestBackend, send};
-use tensorgate::gateway::body::{Body, full};
+use tensorgate::http::body::{Body, full};
 
 /// The URL in `var`, or `None` (after a loud SKIPPED line) when it is unset
 /// outside CI. In CI (`CI` set) a missing backend is a failure, unless

@@ -38,7 +38,7 @@ pub fn read(input: &[u8]) -> Result<(u64, usize), VarintError> {
     Ok((value, 1 + width))
 }
 
-/// Number of bytes [`write`] uses for `value`.
+/// Number of bytes [`write()`] uses for `value`.
 pub const fn encoded_len(value: u64) -> usize {
     if value < 253 {
         1

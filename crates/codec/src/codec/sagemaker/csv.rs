@@ -7,8 +7,8 @@
 
 use super::batch::{Batch, DecodeConfig, Rows};
 use super::error::{ConfigError, Location, RecordError};
-use super::lines::{LineDecoder, LineFormat};
-use super::value::{Elem, ValueFail, quote};
+use super::lines::{LineDecoder, LineRecord};
+use super::value::{Elem, value_error};
 
 /// Decodes a CSV body fed in chunks into batches.
 ///
@@ -17,11 +17,21 @@ use super::value::{Elem, ValueFail, quote};
 /// chunk call [`CsvDecoder::finish`] until it returns `Ok(None)`. The
 /// first error is final: every later call returns it again.
 #[derive(Debug)]
-pub struct CsvDecoder(LineDecoder);
+pub struct CsvDecoder(LineDecoder<Csv>);
+
+/// A CSV line: one record of comma-separated fields.
+#[derive(Debug)]
+pub(super) struct Csv;
+
+impl LineRecord for Csv {
+    fn read<T: Elem>(line: &[u8], rows: &mut Rows, at: Location) -> Result<(), RecordError> {
+        row::<T>(line, rows, at)
+    }
+}
 
 impl CsvDecoder {
     pub fn new(config: &DecodeConfig) -> Result<Self, ConfigError> {
-        LineDecoder::new(config, LineFormat::Csv).map(CsvDecoder)
+        LineDecoder::new(config).map(CsvDecoder)
     }
 
     /// Appends a chunk of the body. Call [`CsvDecoder::next_batch`] until
@@ -108,32 +118,6 @@ fn trim(s: &[u8]) -> &[u8] {
         .rposition(|c| !is_blank(c))
         .map_or(start, |k| k + 1);
     &s[start..end]
-}
-
-/// The error for a value `text` refused with `fail`.
-pub(super) fn value_error<T: Elem>(
-    fail: ValueFail,
-    at: Location,
-    feature: usize,
-    text: &[u8],
-) -> RecordError {
-    let text = quote(text);
-    let dtype = T::DTYPE;
-    match fail {
-        ValueFail::NotNumber => RecordError::NotNumber { at, feature, text },
-        ValueFail::NotInteger => RecordError::NotInteger {
-            at,
-            feature,
-            dtype,
-            text,
-        },
-        ValueFail::OutOfRange => RecordError::OutOfRange {
-            at,
-            feature,
-            dtype,
-            text,
-        },
-    }
 }
 
 #[cfg(test)]

@@ -19,9 +19,9 @@ mod cursor;
 pub(super) use cursor::{Cursor, Key};
 
 use super::batch::Rows;
-use super::csv::value_error;
 use super::error::{Location, RecordError};
 use super::value::Elem;
+use super::value::value_error;
 use crate::codec::v2::number;
 use cursor::token;
 

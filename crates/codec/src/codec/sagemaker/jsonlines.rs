@@ -2,18 +2,30 @@
 //! record per line, in any of the shapes [`super::json`] reads; lines may
 //! mix shapes.
 
-use super::batch::{Batch, DecodeConfig};
-use super::error::{ConfigError, RecordError};
-use super::lines::{LineDecoder, LineFormat};
+use super::batch::{Batch, DecodeConfig, Rows};
+use super::error::{ConfigError, Location, RecordError};
+use super::json::line_record;
+use super::lines::{LineDecoder, LineRecord};
+use super::value::Elem;
 
 /// Decodes a JSON Lines body fed in chunks into batches; used exactly like
 /// [`super::CsvDecoder`].
 #[derive(Debug)]
-pub struct JsonLinesDecoder(LineDecoder);
+pub struct JsonLinesDecoder(LineDecoder<JsonLine>);
+
+/// A JSON Lines line: one record as one JSON value.
+#[derive(Debug)]
+pub(super) struct JsonLine;
+
+impl LineRecord for JsonLine {
+    fn read<T: Elem>(line: &[u8], rows: &mut Rows, at: Location) -> Result<(), RecordError> {
+        line_record::<T>(line, at, rows)
+    }
+}
 
 impl JsonLinesDecoder {
     pub fn new(config: &DecodeConfig) -> Result<Self, ConfigError> {
-        LineDecoder::new(config, LineFormat::JsonLines).map(JsonLinesDecoder)
+        LineDecoder::new(config).map(JsonLinesDecoder)
     }
 
     /// Appends a chunk of the body; drain [`JsonLinesDecoder::next_batch`]

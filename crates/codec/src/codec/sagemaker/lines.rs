@@ -13,31 +13,29 @@ use bytes::{Buf, BytesMut};
 use super::batch::{Batch, DecodeConfig, Rows};
 use super::error::{ConfigError, Location, RecordError};
 use super::value::{Elem, Kind, by_kind};
-use super::{csv, json};
 
-/// What one line holds.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum LineFormat {
-    Csv,
-    JsonLines,
+/// What one line holds, and how it is read into a row: CSV fields or one
+/// JSON value (the formats implement it; this module only frames lines).
+pub(super) trait LineRecord {
+    fn read<T: Elem>(line: &[u8], rows: &mut Rows, at: Location) -> Result<(), RecordError>;
 }
 
 /// The decoder behind [`super::CsvDecoder`] and
 /// [`super::JsonLinesDecoder`]: lines in, batches out, the first error
 /// final.
 #[derive(Debug)]
-pub(super) struct LineDecoder {
-    format: LineFormat,
+pub(super) struct LineDecoder<F> {
+    format: std::marker::PhantomData<F>,
     kind: Kind,
     lines: Lines,
     rows: Rows,
     failed: Option<RecordError>,
 }
 
-impl LineDecoder {
-    pub(super) fn new(config: &DecodeConfig, format: LineFormat) -> Result<Self, ConfigError> {
+impl<F: LineRecord> LineDecoder<F> {
+    pub(super) fn new(config: &DecodeConfig) -> Result<Self, ConfigError> {
         Ok(LineDecoder {
-            format,
+            format: std::marker::PhantomData,
             kind: config.kind()?,
             lines: Lines::new(config.max_record_bytes),
             rows: Rows::new(config),
@@ -69,10 +67,7 @@ impl LineDecoder {
             };
             let line = &self.lines.buf()[range];
             let at = Location::Line(number);
-            match self.format {
-                LineFormat::Csv => csv::row::<T>(line, &mut self.rows, at)?,
-                LineFormat::JsonLines => json::line_record::<T>(line, at, &mut self.rows)?,
-            }
+            F::read::<T>(line, &mut self.rows, at)?;
         }
         self.lines.compact();
         if self.rows.full() || eof {

@@ -12,9 +12,9 @@ use bytes::{Buf, BytesMut};
 use prost::Message as _;
 
 use super::batch::{Batch, DecodeConfig, Rows};
-use super::csv::value_error;
 use super::error::{ConfigError, Location, RecordError};
 use super::proto::{Record, value::Value};
+use super::value::value_error;
 use super::value::{Elem, Kind, ValueFail, by_kind};
 
 /// The first four bytes of every frame (little-endian).

@@ -20,6 +20,7 @@
 use bytes::BytesMut;
 use half::{bf16, f16};
 
+use super::error::{Location, RecordError};
 use crate::codec::v2::number;
 use crate::tensor::DataType;
 
@@ -356,6 +357,32 @@ pub(super) fn quote(text: &[u8]) -> String {
         s.push_str("...");
     }
     s
+}
+
+/// The error for a value `text` refused with `fail`.
+pub(super) fn value_error<T: Elem>(
+    fail: ValueFail,
+    at: Location,
+    feature: usize,
+    text: &[u8],
+) -> RecordError {
+    let text = quote(text);
+    let dtype = T::DTYPE;
+    match fail {
+        ValueFail::NotNumber => RecordError::NotNumber { at, feature, text },
+        ValueFail::NotInteger => RecordError::NotInteger {
+            at,
+            feature,
+            dtype,
+            text,
+        },
+        ValueFail::OutOfRange => RecordError::OutOfRange {
+            at,
+            feature,
+            dtype,
+            text,
+        },
+    }
 }
 
 #[cfg(test)]

@@ -78,6 +78,18 @@ fn decode_segment(raw: &str) -> Result<String, PathError> {
     })
 }
 
+/// `/v2/models/{name}[/versions/{v}]`, each segment percent-encoded.
+pub fn model_base(name: &str, version: Option<&str>) -> String {
+    let mut p = String::with_capacity(16 + name.len());
+    p.push_str("/v2/models/");
+    encode_segment(name, &mut p);
+    if let Some(v) = version {
+        p.push_str("/versions/");
+        encode_segment(v, &mut p);
+    }
+    p
+}
+
 /// Appends `segment` percent-encoded for use as one path segment: every
 /// byte but RFC 3986 unreserved characters is escaped.
 pub fn encode_segment(segment: &str, out: &mut String) {

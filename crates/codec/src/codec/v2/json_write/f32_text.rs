@@ -20,7 +20,7 @@
 //! interval's ends scaled by `10^-k` are integers over a power of two, so
 //! every comparison is exact in 64-bit integers.
 
-/// Bytes of room [`write`] needs after the start of the text. The text is
+/// Bytes of room [`write()`] needs after the start of the text. The text is
 /// at most 14 bytes long (`-0.00123456789`: sign, `0.` and at most 11
 /// digits after the point; from 1 up, sign, 9 digits and the point); the
 /// stores reach at most 27 bytes in.
@@ -56,7 +56,7 @@ const SCALES: [u64; 68] = {
     t
 };
 
-/// Whether [`write`] covers `v`: finite with a magnitude in [1e-3, 2^24).
+/// Whether [`write()`] covers `v`: finite with a magnitude in [1e-3, 2^24).
 /// Outside it, texts come from `zmij`.
 #[inline(always)]
 pub(super) fn covers(v: f32) -> bool {

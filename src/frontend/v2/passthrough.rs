@@ -1,0 +1,130 @@
+//! Every V2 endpoint that is not `infer` (health, metadata, statistics,
+//! `generate_stream` events, the control endpoints a route allows) is
+//! proxied as it is: streaming both ways, hop-by-hop headers removed,
+//! `Location` rewritten off the backend's address. The body is opened by
+//! the gateway for forwarding (see
+//! [`client_body::forward`](crate::http::client_body::forward)): bounded on
+//! the wire and, when compressed, decompressed, by the route's
+//! `max_body_bytes`, its pauses and its whole time by the server's body
+//! timeouts.
+
+use http::Response;
+use http::header;
+use http::request::Parts;
+use http_body_util::BodyExt;
+
+use super::render;
+use crate::codec::v2::path::Control;
+use crate::config::{Config, Route};
+use crate::error::Error;
+use crate::frontend::{BodyPlan, Call, Frontend, Payload, Routing, Target};
+use crate::http::body::Body;
+use crate::http::client_body::BodyError;
+use crate::http::encoding::{Coding, request_coding};
+use crate::http::headers::strip_hop_by_hop;
+use crate::infer::route::{self, RouteError};
+use crate::metrics::Kind;
+use crate::observe::Observation;
+use crate::upstream::{OutBody, Outgoing, UpstreamError};
+
+/// A V2 endpoint passed through to the backend of the route serving the
+/// model it names (the default route when it names none).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Passthrough {
+    pub model: Option<String>,
+    /// A control-plane endpoint, allowed only where the route says so.
+    pub control: Option<Control>,
+}
+
+impl Frontend for Passthrough {
+    fn kind(&self) -> Kind {
+        Kind::V2
+    }
+
+    fn route<'c>(&self, config: &'c Config, head: &Parts) -> Result<Routing<'c>, Error> {
+        let route = route::for_path(config, self.model.as_deref(), head.uri.path())?;
+        Ok(Routing::Route {
+            route,
+            model: self.model.clone().unwrap_or_default(),
+        })
+    }
+
+    fn allowed(&self, route: &Route) -> Result<(), Error> {
+        match self.control {
+            Some(kind) if !route.allows_control(kind) => Err(RouteError::ControlDenied {
+                route: route.name.clone(),
+                kind,
+            }
+            .into()),
+            _ => Ok(()),
+        }
+    }
+
+    fn body(&self, route: &Route) -> BodyPlan {
+        BodyPlan::Forward {
+            limit: route.limits.max_body_bytes,
+        }
+    }
+
+    async fn serve(&self, call: Call<'_>) -> Result<Response<Body>, Error> {
+        let Target::Bound { x, model } = call.target else {
+            return Err(RouteError::Internal {
+                what: "a passthrough request came without its route".into(),
+            }
+            .into());
+        };
+        let (upstream, obs) = (x.upstream, x.obs);
+        let mut parts = call.head;
+        let coding = request_coding(&parts.headers).unwrap_or(Coding::Identity);
+        strip_hop_by_hop(&mut parts.headers);
+        parts.headers.remove(header::HOST);
+        let body = match call.body {
+            Payload::Forward(b) => OutBody::Stream(obs.forwarded_request(b).boxed_unsync()),
+            // Nothing to stream: the request can be sent again if need be.
+            Payload::Empty | Payload::Read(_) => OutBody::Empty,
+        };
+        let out = Outgoing {
+            method: parts.method,
+            path: parts
+                .uri
+                .path_and_query()
+                .map_or("/", |p| p.as_str())
+                .to_owned(),
+            headers: parts.headers,
+            body,
+            model: Some(model).filter(|m| !m.is_empty()),
+            idempotent: false,
+        };
+        let sent = std::time::Instant::now();
+        let resp = match upstream.send(out, Some(obs.watch())).await {
+            Ok(resp) => resp,
+            // Over the limit, or corrupt, while it streamed: say which
+            // route's limit, and which coding.
+            Err(UpstreamError::RequestBody(BodyError::TooLarge { .. })) => {
+                return Err(BodyError::TooLarge {
+                    route: x.route.name.clone(),
+                    limit: x.route.limits.max_body_bytes,
+                }
+                .into());
+            }
+            Err(UpstreamError::RequestBody(BodyError::BadEncoding { detail, .. })) => {
+                return Err(BodyError::BadEncoding {
+                    encoding: coding.name(),
+                    detail,
+                }
+                .into());
+            }
+            Err(e) => return Err(e.into()),
+        };
+        obs.upstream_first_byte(sent.elapsed());
+        obs.backend_status(resp.status());
+        let (mut parts, body) = resp.into_parts();
+        strip_hop_by_hop(&mut parts.headers);
+        let body = obs.backend_body(body, sent).boxed_unsync();
+        Ok(Response::from_parts(parts, body))
+    }
+
+    fn render(&self, e: &Error, _obs: &Observation) -> Response<Body> {
+        render(e)
+    }
+}

@@ -1,0 +1,76 @@
+//! The gateway's side of the checks: binding a caller to a request
+//! (metrics, access log, limits) and taking its request token.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use http::HeaderMap;
+
+use crate::config::Route;
+use crate::error::Error;
+use crate::gateway::Gateway;
+use crate::guard::Unauthorized;
+use crate::guard::{Caller, Unit, Verdict, check, check_any, sigv4::Claim, unix_now};
+use crate::observe::Observation;
+
+impl Gateway {
+    /// Checks the credentials in `headers` for `route` (already bound to
+    /// `obs`) and, for a key, takes the request's token. A SigV4 signature
+    /// (taken only where `sigv4_here`) comes back as a [`Claim`] to verify
+    /// over the body, and the token is taken then.
+    pub fn authorize_head(
+        &self,
+        route: &Route,
+        headers: &HeaderMap,
+        sigv4_here: bool,
+        obs: &Observation,
+    ) -> Result<Option<Claim>, Error> {
+        let verdict =
+            check(route, headers, sigv4_here, unix_now()).map_err(|problem| Unauthorized {
+                route: Some(route.name.clone()),
+                problem,
+            })?;
+        match verdict {
+            Verdict::Key(key) => {
+                self.admit_caller(route, key, obs)?;
+                Ok(None)
+            }
+            Verdict::SigV4(claim) => Ok(Some(claim)),
+        }
+    }
+
+    /// Records who is calling on `route` (the `key` label, the access
+    /// log) and takes one request token from the route's and the key's
+    /// buckets.
+    pub fn admit_caller(
+        &self,
+        route: &Route,
+        key: Option<Arc<str>>,
+        obs: &Observation,
+    ) -> Result<(), Error> {
+        let limiter = self.shared.limits.route(&route.name).cloned();
+        obs.set_caller(Caller {
+            key: key.clone(),
+            limiter: limiter.clone(),
+        });
+        match limiter {
+            Some(l) => Ok(l.admit(key.as_ref(), Unit::Requests, 1, Instant::now())?),
+            None => Ok(()),
+        }
+    }
+
+    /// A request whose body will name its route, one of `routes`: when
+    /// every one of them needs keys, it must carry a key of one of them.
+    pub fn precheck(&self, routes: &[&Arc<Route>], headers: &HeaderMap) -> Result<(), Error> {
+        if routes.iter().any(|r| r.auth.is_none()) {
+            return Ok(());
+        }
+        check_any(routes.iter().map(|r| &***r), headers).map_err(|problem| {
+            Unauthorized {
+                route: None,
+                problem,
+            }
+            .into()
+        })
+    }
+}

@@ -1,0 +1,219 @@
+//! The one path every request takes. The frontend says which route a
+//! request is for; here it is bound to that route and observed, the route
+//! is asked whether it allows the request, the caller is checked against
+//! the route's keys and rate limits (before a slot is taken or a byte of
+//! the body read, wherever the head names the route), a request slot is
+//! taken, the body is opened with the route's limits and the server's
+//! timeouts (a SigV4-signed one read whole and verified), the checked
+//! credentials are taken out of the head, and the frontend serves it.
+//! Whatever fails becomes the frontend's rendering of its class, with
+//! `Retry-After` where the class says when to retry.
+
+use std::sync::Arc;
+
+use http::request::Parts;
+use http::{Request, Response, header};
+use hyper::body::Incoming;
+
+use super::Gateway;
+use super::dispatch::{self, Endpoint};
+use crate::config::{Config, Route};
+use crate::error::Error;
+use crate::frontend::{BodyPlan, Call, Frontend, Payload, Routing, Services, Target, v2};
+use crate::guard::Unauthorized;
+use crate::guard::sigv4::Claim;
+use crate::http::body::Body;
+use crate::http::client_body::{self, ClientBody};
+use crate::http::headers::strip_credentials;
+use crate::infer::{Exchange, split};
+use crate::observe::{Observation, Start, ensure_request_id};
+
+impl Gateway {
+    /// Serves one request; every error becomes its response here, and every
+    /// request is observed.
+    pub async fn handle(&self, mut req: Request<Incoming>) -> Response<Body> {
+        let request_id = ensure_request_id(req.headers_mut());
+        let backend_hint = split::take_hint(req.headers_mut());
+        let endpoint = dispatch::classify(req.method(), req.uri().path(), &self.shared.prefixes);
+        let obs = Observation::start(Start {
+            metrics: &self.shared.metrics,
+            kind: endpoint
+                .as_ref()
+                .map_or(crate::metrics::Kind::V2, Endpoint::kind),
+            request_id,
+            method: req.method().clone(),
+            path: req.uri().path(),
+            backend_hint,
+        });
+        let resp = match endpoint {
+            Ok(Endpoint::V2Infer(f)) => self.drive(&f, req, &obs).await,
+            Ok(Endpoint::Passthrough(f)) => self.drive(&f, req, &obs).await,
+            Ok(Endpoint::Decthings(f)) => self.drive(&f, req, &obs).await,
+            Ok(Endpoint::SageMakerPing(f)) => self.drive(&f, req, &obs).await,
+            Ok(Endpoint::SageMaker(f)) => self.drive(&f, req, &obs).await,
+            Err(e) => failed(e.into(), &obs, v2::render),
+        };
+        obs.finish(resp)
+    }
+
+    async fn drive<F: Frontend>(
+        &self,
+        f: &F,
+        req: Request<Incoming>,
+        obs: &Observation,
+    ) -> Response<Body> {
+        match self.phases(f, req, obs).await {
+            Ok(resp) => resp,
+            Err(e) => failed(e, obs, |e| f.render(e, obs)),
+        }
+    }
+
+    async fn phases<F: Frontend>(
+        &self,
+        f: &F,
+        req: Request<Incoming>,
+        obs: &Observation,
+    ) -> Result<Response<Body>, Error> {
+        let (mut head, body) = req.into_parts();
+        let (target, body) = match f.route(&self.shared.config, &head)? {
+            Routing::Route { route, model } => {
+                obs.bind(route, &model);
+                let x = self.exchange(route, obs)?;
+                f.allowed(route)?;
+                let mut claim = None;
+                if f.guarded() {
+                    claim = self.authorize_head(route, &head.headers, f.sigv4(), obs)?;
+                    self.admit(obs).await?;
+                }
+                let body = match claim {
+                    Some(claim) => self.read_signed(route, &claim, &head, body, obs).await?,
+                    None => self.open(&head, body, &route.name, f.body(route), obs)?,
+                };
+                if route.auth.is_some() {
+                    strip_credentials(&mut head.headers);
+                }
+                (Target::Bound { x, model }, body)
+            }
+            Routing::Body { routes } => {
+                self.precheck(&routes, &head.headers)?;
+                self.admit(obs).await?;
+                // The largest body any of the routes takes bounds it while
+                // it is read, before it says which route it is for.
+                let limit = routes
+                    .iter()
+                    .map(|r| match f.body(r) {
+                        BodyPlan::Read { limit } | BodyPlan::Forward { limit } => limit,
+                        BodyPlan::Ignore => 0,
+                    })
+                    .max()
+                    .unwrap_or(0);
+                let plan = BodyPlan::Read { limit };
+                let body = self.open(&head, body, f.kind().label(), plan, obs)?;
+                (Target::Deferred { services: self }, body)
+            }
+        };
+        let call = Call {
+            head,
+            body,
+            obs,
+            target,
+        };
+        f.serve(call).await
+    }
+
+    /// Takes a request slot for the rest of the request.
+    async fn admit(&self, obs: &Observation) -> Result<(), Error> {
+        obs.hold(self.shared.admission.admit().await?);
+        Ok(())
+    }
+
+    /// Opens the body as `plan` says, with the server's body timeouts; its
+    /// wire bytes are counted for the request. Errors name `route`.
+    fn open(
+        &self,
+        head: &Parts,
+        body: Incoming,
+        route: &str,
+        plan: BodyPlan,
+        obs: &Observation,
+    ) -> Result<Payload, Error> {
+        let timeouts = (&self.shared.config.server).into();
+        Ok(match plan {
+            BodyPlan::Read { limit } => {
+                let body = ClientBody::open(&head.headers, body, route, limit, timeouts)?;
+                Payload::Read(body.metered(obs.wire_meter()))
+            }
+            BodyPlan::Forward { limit } => {
+                match client_body::forward(&head.headers, body, route, limit, timeouts)? {
+                    Some(b) => Payload::Forward(b),
+                    None => Payload::Empty,
+                }
+            }
+            BodyPlan::Ignore => Payload::Empty,
+        })
+    }
+
+    /// A SigV4-signed body: read whole (bounded by the route's
+    /// `max_body_bytes`), its signature verified over it; then the caller
+    /// is known and takes the request's token.
+    async fn read_signed(
+        &self,
+        route: &Route,
+        claim: &Claim,
+        head: &Parts,
+        body: Incoming,
+        obs: &Observation,
+    ) -> Result<Payload, Error> {
+        let timeouts = (&self.shared.config.server).into();
+        let limit = route.limits.max_body_bytes;
+        let mut body = ClientBody::open(&head.headers, body, &route.name, limit, timeouts)?
+            .with_wire_digest()
+            .metered(obs.wire_meter());
+        body.read_whole().await?;
+        let digest = body.wire_digest().unwrap_or_default();
+        claim
+            .verify(head, &digest)
+            .map_err(|problem| Unauthorized {
+                route: Some(route.name.clone()),
+                problem,
+            })?;
+        self.admit_caller(route, Some(claim.key().clone()), obs)?;
+        Ok(Payload::Read(body))
+    }
+}
+
+impl Services for Gateway {
+    fn config(&self) -> &Config {
+        &self.shared.config
+    }
+
+    fn bind<'a>(
+        &'a self,
+        route: &'a Arc<Route>,
+        model: &str,
+        head: &Parts,
+        obs: &'a Observation,
+    ) -> Result<Exchange<'a>, Error> {
+        obs.bind(route, model);
+        self.authorize_head(route, &head.headers, false, obs)?;
+        Ok(self.exchange(route, obs)?)
+    }
+}
+
+/// The response for a failed request: counted, logged at debug, rendered
+/// by the frontend, with `Retry-After` when its class says when to retry.
+fn failed(
+    e: Error,
+    obs: &Observation,
+    render: impl FnOnce(&Error) -> Response<Body>,
+) -> Response<Body> {
+    obs.error(&e);
+    let class = e.class();
+    tracing::debug!(error = %e, status = class.status().as_u16(), "request failed");
+    let mut resp = render(&e);
+    if let Some(seconds) = class.retry_after() {
+        resp.headers_mut()
+            .insert(header::RETRY_AFTER, seconds.into());
+    }
+    resp
+}

@@ -1,0 +1,455 @@
+//! Reading a client's request body: decompressed, bounded by the route's
+//! limit (a declared `Content-Length` over it is refused before a byte is
+//! read), with a limit on how long the client may pause
+//! (`body_read_timeout`, else 408) and on how long the whole body may take
+//! (`body_total_timeout`, else 408), so a client trickling a byte at a
+//! time cannot hold a request slot for long.
+
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use bytes::Bytes;
+use http_body_util::BodyExt;
+use hyper::body::Incoming;
+
+use http::{HeaderMap, header};
+use sha2::{Digest as _, Sha256};
+
+use crate::config::ServerConfig;
+use crate::error::{Class, Classify, TensorLabel, Violated};
+use crate::http::body::Body;
+use crate::http::body::concat;
+use crate::http::encoding::Inflated;
+use crate::http::encoding::{Coding, Decoder, InflateError, UnsupportedCoding, request_coding};
+use crate::http::idle::{Idle, Stalled};
+use http_body_util::Limited;
+use std::sync::Arc;
+
+/// Why a request body could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum BodyError {
+    #[error("route \"{route}\": request body is larger than the limit of {limit} bytes")]
+    TooLarge { route: String, limit: u64 },
+    #[error(transparent)]
+    UnsupportedEncoding(#[from] UnsupportedCoding),
+    #[error("request body is not valid {encoding} data: {detail}")]
+    BadEncoding {
+        encoding: &'static str,
+        detail: String,
+    },
+    #[error("reading the request body failed: {detail}")]
+    Broken { detail: String },
+    #[error("timed out waiting for the rest of the request body")]
+    Idle,
+    #[error("the request body did not arrive within {}s", limit.as_secs_f64())]
+    Deadline { limit: Duration },
+}
+
+impl Classify for BodyError {
+    fn class(&self) -> Class {
+        match self {
+            BodyError::TooLarge { .. } => Class::TooLarge,
+            BodyError::UnsupportedEncoding(_) => Class::UnsupportedEncoding,
+            BodyError::BadEncoding { .. } => Class::Malformed,
+            BodyError::Broken { .. } => Class::BodyBroken,
+            BodyError::Idle | BodyError::Deadline { .. } => Class::BodyTimeout,
+        }
+    }
+
+    fn violated(&self) -> Option<Violated> {
+        matches!(self, BodyError::TooLarge { .. }).then_some(Violated {
+            tensor: TensorLabel::Request,
+            rule: "limit",
+        })
+    }
+}
+
+/// How long a client may take over its request body.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BodyTimeouts {
+    /// Longest pause between two pieces.
+    pub idle: Duration,
+    /// The whole body, from when the gateway starts reading it.
+    pub total: Duration,
+}
+
+impl From<&ServerConfig> for BodyTimeouts {
+    fn from(s: &ServerConfig) -> Self {
+        BodyTimeouts {
+            idle: s.body_read_timeout,
+            total: s.body_total_timeout,
+        }
+    }
+}
+
+/// What runs out first when waiting for the next piece at `now`: the
+/// pause allowed, or the time left to the whole body's `deadline`.
+fn next_wait(now: Instant, idle: Duration, deadline: Instant) -> (Duration, Limit) {
+    let left = deadline.saturating_duration_since(now);
+    if left <= idle {
+        (left, Limit::Total)
+    } else {
+        (idle, Limit::Idle)
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Limit {
+    Idle,
+    Total,
+}
+
+/// The body length a request declares, refused with 413 when it is over
+/// `limit`. Every path that reads or forwards a body checks here first.
+pub fn check_declared_length(
+    headers: &HeaderMap,
+    route: &str,
+    limit: u64,
+) -> Result<Option<u64>, BodyError> {
+    let declared = headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if declared.is_some_and(|n| n > limit) {
+        return Err(BodyError::TooLarge {
+            route: route.to_owned(),
+            limit,
+        });
+    }
+    Ok(declared)
+}
+
+/// Told, once, how many bytes a request body took off the wire: when a
+/// body read to its end is dropped (the request is observed by a floor
+/// above).
+pub trait WireMeter: Send + Sync + std::fmt::Debug {
+    fn client_in(&self, bytes: u64);
+}
+
+/// The request body as decompressed pieces.
+#[derive(Debug)]
+pub struct ClientBody {
+    /// Always `Some` until dropped (see `Drop`).
+    inner: Option<Incoming>,
+    decoder: Option<Decoder>,
+    route: String,
+    limit: u64,
+    timeouts: BodyTimeouts,
+    /// When the whole body must have arrived.
+    deadline: Instant,
+    /// Decompressed bytes handed out so far.
+    received: u64,
+    /// Bytes as they came off the wire.
+    wire: u64,
+    /// The uncompressed length the client declared, if it did.
+    declared: Option<u64>,
+    /// The body ended, or will not be read further (out of time, broken).
+    finished: bool,
+    /// SHA-256 of the bytes as received, when asked for (SigV4).
+    digest: Option<Sha256>,
+    /// Told the wire bytes when the body is dropped, if it was read to its
+    /// end (a request refused part way is not counted as received).
+    meter: Option<Arc<dyn WireMeter>>,
+    /// The body was read to its end.
+    ended: bool,
+    /// Bytes read already (a body read whole, then handed out again).
+    replay: Bytes,
+}
+
+impl ClientBody {
+    /// Opens a request body: an unsupported `Content-Encoding` is a 415 and
+    /// a declared length over `limit` a 413, before anything is read. The
+    /// total deadline runs from here.
+    pub fn open(
+        headers: &HeaderMap,
+        inner: Incoming,
+        route: &str,
+        limit: u64,
+        timeouts: BodyTimeouts,
+    ) -> Result<ClientBody, BodyError> {
+        let coding = request_coding(headers)?;
+        let declared = match coding {
+            Coding::Identity => check_declared_length(headers, route, limit)?,
+            _ => None,
+        };
+        Ok(ClientBody {
+            inner: Some(inner),
+            decoder: Decoder::new(coding, limit),
+            route: route.to_owned(),
+            limit,
+            timeouts,
+            deadline: Instant::now() + timeouts.total,
+            received: 0,
+            wire: 0,
+            declared,
+            finished: false,
+            digest: None,
+            meter: None,
+            ended: false,
+            replay: Bytes::new(),
+        })
+    }
+
+    /// Reads the whole body (within its limit and deadlines) and keeps it:
+    /// what follows hands it out again, in pieces, as if it were arriving.
+    /// For a body that must be whole before it is used (a SigV4 signature
+    /// covers its hash) but is read by code that streams.
+    pub async fn read_whole(&mut self) -> Result<(), BodyError> {
+        let all = self.collect(None).await?;
+        self.replay = all;
+        Ok(())
+    }
+
+    /// The body read whole, if [`ClientBody::read_whole`] read it.
+    pub fn whole(&self) -> &Bytes {
+        &self.replay
+    }
+
+    /// Reports the bytes taken off the wire to `meter` when dropped.
+    pub fn metered(mut self, meter: Arc<dyn WireMeter>) -> ClientBody {
+        self.meter = Some(meter);
+        self
+    }
+
+    /// Also hashes the body as it comes off the wire (before any
+    /// decompression): what a SigV4 signature covers.
+    pub fn with_wire_digest(mut self) -> ClientBody {
+        self.digest = Some(Sha256::new());
+        self
+    }
+
+    /// SHA-256 of the bytes received so far, if asked for.
+    pub fn wire_digest(&self) -> Option<crate::auth::keys::Digest> {
+        self.digest.as_ref().map(|d| d.clone().finalize().into())
+    }
+
+    /// The uncompressed body length the client declared, if it did.
+    pub fn declared_length(&self) -> Option<u64> {
+        self.declared
+    }
+
+    /// Bytes received from the client (compressed, if it compressed).
+    pub fn wire_bytes(&self) -> u64 {
+        self.wire
+    }
+
+    fn too_large(&self) -> BodyError {
+        BodyError::TooLarge {
+            route: self.route.clone(),
+            limit: self.limit,
+        }
+    }
+
+    fn decode_error(&self, e: InflateError) -> BodyError {
+        match e {
+            InflateError::TooLarge => self.too_large(),
+            InflateError::Corrupt(detail) => BodyError::BadEncoding {
+                encoding: self
+                    .decoder
+                    .as_ref()
+                    .map_or("identity", |d| d.coding().name()),
+                detail,
+            },
+        }
+    }
+
+    /// The next piece of the body, or `None` at its end.
+    pub async fn next(&mut self) -> Result<Option<Bytes>, BodyError> {
+        if !self.replay.is_empty() {
+            let n = self.replay.len().min(REPLAY_PIECE);
+            return Ok(Some(self.replay.split_to(n)));
+        }
+        loop {
+            if self.finished {
+                return Ok(None);
+            }
+            // A frame that inflates to more than one decoder step is handed
+            // out a step at a time, letting other tasks run in between.
+            let data = if self.decoder.as_ref().is_some_and(Decoder::has_pending) {
+                tokio::task::yield_now().await;
+                let step = self
+                    .decoder
+                    .as_mut()
+                    .map_or(Ok(Bytes::new()), Decoder::step);
+                Some(step.map_err(|e| self.decode_error(e))?)
+            } else {
+                self.read_frame().await?
+            };
+            let Some(data) = data else { continue };
+            self.received += data.len() as u64;
+            if self.received > self.limit {
+                return Err(self.too_large());
+            }
+            if !data.is_empty() {
+                return Ok(Some(data));
+            }
+        }
+    }
+
+    /// The next frame's data, decompressed (its first step); `None` for a
+    /// frame that is not data, or the end of an uncompressed body.
+    async fn read_frame(&mut self) -> Result<Option<Bytes>, BodyError> {
+        let (wait, limit) = next_wait(Instant::now(), self.timeouts.idle, self.deadline);
+        let Some(inner) = self.inner.as_mut() else {
+            return Ok(None);
+        };
+        let Ok(frame) = tokio::time::timeout(wait, inner.frame()).await else {
+            // Out of time: nothing more is read, not even in the background.
+            self.finished = true;
+            return Err(match limit {
+                Limit::Idle => BodyError::Idle,
+                Limit::Total => BodyError::Deadline {
+                    limit: self.timeouts.total,
+                },
+            });
+        };
+        let data = match frame {
+            None => {
+                self.finished = true;
+                self.ended = true;
+                match self.decoder.as_mut().map(Decoder::finish) {
+                    None => return Ok(None),
+                    Some(r) => r.map_err(|e| self.decode_error(e))?,
+                }
+            }
+            Some(Err(e)) => {
+                self.finished = true;
+                return Err(BodyError::Broken {
+                    detail: crate::error::chain(&e),
+                });
+            }
+            Some(Ok(frame)) => {
+                let Ok(data) = frame.into_data() else {
+                    return Ok(None);
+                };
+                self.wire += data.len() as u64;
+                if let Some(d) = self.digest.as_mut() {
+                    d.update(&data);
+                }
+                match self.decoder.as_mut() {
+                    None => data,
+                    Some(d) => {
+                        d.feed(data);
+                        let step = d.step();
+                        step.map_err(|e| self.decode_error(e))?
+                    }
+                }
+            }
+        };
+        Ok(Some(data))
+    }
+
+    /// The rest of the body in one buffer.
+    pub async fn collect(&mut self, first: Option<Bytes>) -> Result<Bytes, BodyError> {
+        if first.is_none() && self.finished && !self.replay.is_empty() {
+            return Ok(std::mem::take(&mut self.replay));
+        }
+        let mut pieces: Vec<Bytes> = first.into_iter().filter(|b| !b.is_empty()).collect();
+        while let Some(piece) = self.next().await? {
+            pieces.push(piece);
+        }
+        Ok(concat(pieces))
+    }
+}
+
+/// A request body forwarded as it is (passthrough). Its declared length is
+/// checked against `limit` first; then its pauses are bounded by the body
+/// timeouts, its bytes by `limit`, and — when it is gzip or deflate — its
+/// decompressed size by `limit` too, counted while it streams, so a
+/// decompression bomb stops at the limit instead of reaching the backend.
+/// A coding the gateway cannot read is passed on for the backend to
+/// refuse. `None` for a request without a body.
+pub fn forward(
+    headers: &HeaderMap,
+    body: Incoming,
+    route: &str,
+    limit: u64,
+    timeouts: BodyTimeouts,
+) -> Result<Option<Body>, BodyError> {
+    check_declared_length(headers, route, limit)?;
+    if hyper::body::Body::is_end_stream(&body) {
+        return Ok(None);
+    }
+    let coding = request_coding(headers).unwrap_or(Coding::Identity);
+    let idle = Idle::new(body, timeouts.idle, Stalled::Client).until(timeouts.total);
+    let limited = Limited::new(idle, usize::try_from(limit).unwrap_or(usize::MAX));
+    Ok(Some(match Inflated::new(limited, coding, limit) {
+        Ok(inflated) => inflated.boxed_unsync(),
+        Err(limited) => limited.boxed_unsync(),
+    }))
+}
+
+/// The pieces a body read whole is handed out again in.
+const REPLAY_PIECE: usize = 64 << 10;
+
+/// A body its handler stopped reading (it answered early: a broken rule, a
+/// limit, a malformed request) is read on to its end and thrown away, in
+/// the background, within what was left of the route's byte limit and the
+/// body's timeouts. Closing a socket with unread data resets the
+/// connection, and a client still sending its body would then get a broken
+/// pipe or a reset instead of the answer (what nginx's lingering close
+/// avoids). A read body stays on the connection, which hyper can keep.
+impl Drop for ClientBody {
+    fn drop(&mut self) {
+        if let Some(meter) = self.meter.take()
+            && self.ended
+        {
+            meter.client_in(self.wire);
+        }
+        let Some(inner) = self.inner.take() else {
+            return;
+        };
+        if self.finished || hyper::body::Body::is_end_stream(&inner) {
+            return;
+        }
+        let Ok(rt) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let budget = self.limit.saturating_sub(self.wire);
+        rt.spawn(discard(inner, budget, self.timeouts.idle, self.deadline));
+    }
+}
+
+/// Reads `body` to its end, at most `budget` more bytes, each piece within
+/// `idle` and all before `deadline`; gives up (dropping it) otherwise.
+async fn discard(mut body: Incoming, mut budget: u64, idle: Duration, deadline: Instant) {
+    loop {
+        let (wait, _) = next_wait(Instant::now(), idle, deadline);
+        let Ok(Some(Ok(frame))) = tokio::time::timeout(wait, body.frame()).await else {
+            return;
+        };
+        let len = frame.data_ref().map_or(0, |d| d.len() as u64);
+        let Some(left) = budget.checked_sub(len) else {
+            return;
+        };
+        budget = left;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test(start_paused = true)]
+    async fn the_nearer_of_the_pause_and_the_deadline_is_waited_for() {
+        let idle = Duration::from_secs(60);
+        let now = Instant::now();
+        let check = |deadline_in: u64, expected: (u64, Limit)| {
+            let (wait, limit) = next_wait(now, idle, now + Duration::from_secs(deadline_in));
+            assert_eq!(
+                (wait.as_secs(), limit),
+                expected,
+                "deadline in {deadline_in}s"
+            );
+        };
+        check(300, (60, Limit::Idle));
+        check(61, (60, Limit::Idle));
+        check(60, (60, Limit::Total));
+        check(5, (5, Limit::Total));
+        // Past the deadline: no wait at all (a frame already there still
+        // counts, tokio polls the future once).
+        let (wait, limit) = next_wait(now + Duration::from_secs(10), idle, now);
+        assert_eq!((wait, limit), (Duration::ZERO, Limit::Total));
+    }
+}

@@ -1,0 +1,155 @@
+//! Content codings: which ones a request uses and a client accepts,
+//! decompressing request bodies under a byte limit (`decode`), counting
+//! the decompressed size of passthrough bodies (`inflated`), and
+//! compressing replies (`compress`). HTTP's `deflate` is the zlib format
+//! (RFC 9110 §8.4.1.2), as Triton uses it. Work on large buffers is done a
+//! step at a time or off the runtime's threads, never in one go on them.
+
+mod compress;
+mod decode;
+mod inflated;
+
+use http::HeaderMap;
+use http::header;
+
+pub use compress::{CompressBody, compress, compress_all};
+pub use decode::{Decoder, InflateError, STEP};
+pub use inflated::Inflated;
+
+/// A content coding the gateway reads and writes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Coding {
+    Identity,
+    Gzip,
+    Deflate,
+}
+
+impl Coding {
+    pub fn name(self) -> &'static str {
+        match self {
+            Coding::Identity => "identity",
+            Coding::Gzip => "gzip",
+            Coding::Deflate => "deflate",
+        }
+    }
+}
+
+/// A `Content-Encoding` the gateway cannot read (or several stacked).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("unsupported Content-Encoding {encoding:?}: use gzip, deflate or identity")]
+pub struct UnsupportedCoding {
+    pub encoding: String,
+}
+
+/// The coding of a request body, from `Content-Encoding`. Anything but
+/// gzip, deflate or identity is refused (a 415).
+pub fn request_coding(headers: &HeaderMap) -> Result<Coding, UnsupportedCoding> {
+    let mut coding = Coding::Identity;
+    for value in headers.get_all(header::CONTENT_ENCODING) {
+        let text = value.to_str().unwrap_or("?");
+        for token in text.split(',').map(str::trim).filter(|t| !t.is_empty()) {
+            let this = match token.to_ascii_lowercase().as_str() {
+                "identity" => continue,
+                "gzip" | "x-gzip" => Coding::Gzip,
+                "deflate" => Coding::Deflate,
+                _ => {
+                    return Err(UnsupportedCoding {
+                        encoding: text.to_owned(),
+                    });
+                }
+            };
+            if coding != Coding::Identity {
+                // Stacked codings are legal but nobody sends them.
+                return Err(UnsupportedCoding {
+                    encoding: text.to_owned(),
+                });
+            }
+            coding = this;
+        }
+    }
+    Ok(coding)
+}
+
+/// Picks a reply coding from `Accept-Encoding`: gzip, then deflate, when
+/// acceptable (q > 0); identity otherwise.
+pub fn negotiate(headers: &HeaderMap) -> Coding {
+    let mut gzip = None;
+    let mut deflate = None;
+    let mut star = None;
+    for value in headers.get_all(header::ACCEPT_ENCODING) {
+        let Ok(text) = value.to_str() else { continue };
+        for item in text.split(',') {
+            let mut parts = item.split(';').map(str::trim);
+            let name = parts.next().unwrap_or("").to_ascii_lowercase();
+            let q = parts
+                .filter_map(|p| p.strip_prefix("q=").or_else(|| p.strip_prefix("Q=")))
+                .find_map(|q| q.trim().parse::<f32>().ok())
+                .unwrap_or(1.0);
+            match name.as_str() {
+                "gzip" | "x-gzip" => gzip = Some(q),
+                "deflate" => deflate = Some(q),
+                "*" => star = Some(q),
+                _ => {}
+            }
+        }
+    }
+    let ok = |q: Option<f32>| q.or(star).is_some_and(|q| q > 0.0);
+    if ok(gzip) {
+        Coding::Gzip
+    } else if ok(deflate) {
+        Coding::Deflate
+    } else {
+        Coding::Identity
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn headers(name: &str, value: &str) -> HeaderMap {
+        let mut h = HeaderMap::new();
+        h.insert(
+            http::HeaderName::from_bytes(name.as_bytes()).unwrap(),
+            value.parse().unwrap(),
+        );
+        h
+    }
+
+    #[test]
+    fn request_codings() {
+        assert_eq!(request_coding(&HeaderMap::new()).unwrap(), Coding::Identity);
+        assert_eq!(
+            request_coding(&headers("content-encoding", "GZIP")).unwrap(),
+            Coding::Gzip
+        );
+        assert_eq!(
+            request_coding(&headers("content-encoding", "deflate")).unwrap(),
+            Coding::Deflate
+        );
+        assert!(request_coding(&headers("content-encoding", "br")).is_err());
+        assert!(request_coding(&headers("content-encoding", "gzip, deflate")).is_err());
+    }
+
+    #[test]
+    fn negotiation() {
+        assert_eq!(negotiate(&HeaderMap::new()), Coding::Identity);
+        assert_eq!(
+            negotiate(&headers("accept-encoding", "gzip, deflate")),
+            Coding::Gzip
+        );
+        assert_eq!(
+            negotiate(&headers("accept-encoding", "gzip;q=0, deflate")),
+            Coding::Deflate
+        );
+        assert_eq!(
+            negotiate(&headers("accept-encoding", "br")),
+            Coding::Identity
+        );
+        assert_eq!(negotiate(&headers("accept-encoding", "*")), Coding::Gzip);
+        assert_eq!(
+            negotiate(&headers("accept-encoding", "identity")),
+            Coding::Identity
+        );
+    }
+}

@@ -1,0 +1,96 @@
+//! Header handling shared by every proxied exchange: hop-by-hop headers
+//! (RFC 9110 §7.6.1) never cross the gateway.
+
+use http::HeaderMap;
+use http::header::{self, HeaderName};
+
+/// The request id header, taken from the client or generated, sent to the
+/// backend and back to the client.
+pub const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
+
+/// Headers that describe one connection, not the message.
+const HOP_BY_HOP: [HeaderName; 8] = [
+    header::CONNECTION,
+    HeaderName::from_static("keep-alive"),
+    header::PROXY_AUTHENTICATE,
+    header::PROXY_AUTHORIZATION,
+    header::TE,
+    header::TRAILER,
+    header::TRANSFER_ENCODING,
+    header::UPGRADE,
+];
+
+/// Removes hop-by-hop headers, including any the `Connection` header names.
+/// Most messages carry none: one pass over the names decides, without a
+/// hash lookup per hop-by-hop name.
+pub fn strip_hop_by_hop(headers: &mut HeaderMap) {
+    let any = headers
+        .keys()
+        .any(|k| HOP_BY_HOP.contains(k) || k.as_str() == "proxy-connection");
+    if !any {
+        return;
+    }
+    let named: Vec<HeaderName> = headers
+        .get_all(header::CONNECTION)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .filter_map(|name| HeaderName::from_bytes(name.trim().as_bytes()).ok())
+        .collect();
+    for name in named.iter().chain(HOP_BY_HOP.iter()) {
+        headers.remove(name);
+    }
+    // `proxy-connection` is not standard but some clients still send it.
+    headers.remove("proxy-connection");
+}
+
+/// What frontends that speak to the backend on the client's behalf (not
+/// V2, whose headers pass through) forward: the request id and trace
+/// context, never the client's credentials or signatures.
+pub fn trace_headers(client: &HeaderMap) -> HeaderMap {
+    const PASSED: [HeaderName; 3] = [
+        REQUEST_ID,
+        HeaderName::from_static("traceparent"),
+        HeaderName::from_static("tracestate"),
+    ];
+    let mut out = HeaderMap::new();
+    for name in PASSED {
+        if let Some(v) = client.get(&name) {
+            out.insert(name, v.clone());
+        }
+    }
+    out
+}
+
+/// Removes the credentials a client presented to the gateway (on a route
+/// with keys the gateway consumed them: the backend never sees them).
+pub fn strip_credentials(headers: &mut HeaderMap) {
+    headers.remove(header::AUTHORIZATION);
+    headers.remove(crate::auth::API_KEY_HEADER);
+}
+
+/// Removes the headers that describe a body the gateway rewrites.
+pub fn strip_body_headers(headers: &mut HeaderMap) {
+    headers.remove(header::CONTENT_LENGTH);
+    headers.remove(header::CONTENT_ENCODING);
+    headers.remove(header::CONTENT_TYPE);
+    headers.remove(crate::codec::v2::framing::IHCL_HEADER);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn strips_listed_and_standard_hop_headers() {
+        let mut h = HeaderMap::new();
+        h.insert("connection", "keep-alive, X-Secret".parse().unwrap());
+        h.insert("x-secret", "1".parse().unwrap());
+        h.insert("keep-alive", "timeout=5".parse().unwrap());
+        h.insert("transfer-encoding", "chunked".parse().unwrap());
+        h.insert("x-request-id", "abc".parse().unwrap());
+        strip_hop_by_hop(&mut h);
+        assert_eq!(h.len(), 1);
+        assert_eq!(h["x-request-id"], "abc");
+    }
+}

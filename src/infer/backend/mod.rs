@@ -1,0 +1,245 @@
+//! The one client for V2 backends that every frontend uses: builds the
+//! backend request from an [`InferRequest`] in the route's wire format,
+//! sends it to `/v2/models/{model}[/versions/{v}]/infer` (the path comes
+//! from the request's [`ModelRef`], never from the
+//! client's path), and hands back the reply to be read ([`BackendReply`]).
+
+mod early;
+mod reply;
+mod request;
+
+use std::time::Instant;
+
+use bytes::Bytes;
+use http::header::{self, HeaderValue};
+use http::{HeaderMap, Response};
+
+pub use early::{Attempt, EarlySend};
+pub use reply::{BackendReply, ReplyError, ReplyFraming, ReplyHead, ReplyStream};
+pub use request::RequestBody;
+
+use super::InferError;
+use super::{Exchange, InferRequest, ModelRef};
+use crate::codec::v2::framing::IHCL_HEADER;
+use crate::config::WireFormat;
+use crate::cpu::{OFF_THREAD_BYTES, off_thread};
+use crate::observe::Direction;
+use crate::observe::Metered;
+use crate::upstream::{OutBody, Outgoing, UpstreamBody, UpstreamError};
+
+/// A backend's reply body as the core reads it: counted, its pauses
+/// bounded, holding the backend's connection slot until it ends.
+pub type BackendBody = Metered<UpstreamBody>;
+
+/// What the backend answered.
+#[derive(Debug)]
+pub enum Sent {
+    /// A 2xx reply, still to be read.
+    Reply(Box<BackendReply>),
+    /// Any other status, with its body as the backend sends it.
+    Failed(Response<BackendBody>),
+}
+
+/// A request built in the route's backend format, ready to send.
+#[derive(Debug)]
+pub struct Prepared {
+    model: ModelRef,
+    body: RequestBody,
+}
+
+/// Builds the backend request: the last step of translating a request,
+/// whichever frontend read it. Here every request is whole and its element
+/// count known, so here its elements are counted, charged to the caller's
+/// element rate limits, and its translation time (from `started`, when its
+/// frontend began) recorded. Writing a large request as JSON (for a JSON
+/// backend) happens on a blocking thread.
+pub async fn prepare(
+    x: Exchange<'_>,
+    req: InferRequest,
+    started: Instant,
+) -> Result<Prepared, InferError> {
+    prepare_charged(x, req, started, 0).await
+}
+
+/// [`prepare`] for a request of which `charged` elements were charged
+/// already (by an [`EarlySend`] that did not go through).
+pub async fn prepare_charged(
+    x: Exchange<'_>,
+    req: InferRequest,
+    started: Instant,
+    charged: u64,
+) -> Result<Prepared, InferError> {
+    let elements = req.element_count();
+    x.obs.elements(Direction::Request, elements);
+    x.obs.charge_elements(elements.saturating_sub(charged))?;
+    let InferRequest {
+        model,
+        header,
+        data,
+    } = req;
+    let format = x.route.backend_format;
+    let size: u64 = data.iter().map(super::TensorData::len).sum();
+    let body = if format == WireFormat::Json && size >= OFF_THREAD_BYTES {
+        let route = x.route.name.clone();
+        off_thread(move || request::build(&route, header, data, format)).await?
+    } else {
+        request::build(&x.route.name, header, data, format)?
+    };
+    x.obs.translation(Direction::Request, started.elapsed());
+    Ok(Prepared { model, body })
+}
+
+impl Prepared {
+    /// Sends it. `headers` are the headers the frontend forwards (request
+    /// id, tracing, ...); body and hop-by-hop headers are set here.
+    pub async fn send(self, x: Exchange<'_>, headers: HeaderMap) -> Result<Sent, InferError> {
+        send_body(x, &self.model, self.body, headers).await
+    }
+
+    /// Sends it, unless `early` (started while the client's request was
+    /// read) already sent this very request: then the rest of its body goes
+    /// and its answer is this one's.
+    pub async fn send_after(
+        self,
+        x: Exchange<'_>,
+        headers: HeaderMap,
+        early: Option<EarlySend<'_>>,
+    ) -> Result<Sent, InferError> {
+        if let Some(early) = early
+            && let Some(sent) = early.finish(&self.body).await
+        {
+            return sent;
+        }
+        self.send(x, headers).await
+    }
+}
+
+/// Sends a body already in the backend's format (a raw binary request).
+pub async fn send_raw(
+    x: Exchange<'_>,
+    model: &ModelRef,
+    raw: Bytes,
+    headers: HeaderMap,
+) -> Result<Sent, InferError> {
+    let body = RequestBody {
+        chunks: vec![raw],
+        header_len: Some(0),
+        content_type: "application/octet-stream",
+    };
+    send_body(x, model, body, headers).await
+}
+
+/// Most bytes of a refusal's body read for its message.
+const MAX_REFUSAL_BYTES: usize = 64 << 10;
+
+/// A non-2xx reply as an error, for frontends that do not pass the
+/// backend's own reply on: 404 is an unknown model (or version), anything
+/// else the backend refusing the request, with its `{"error"}` message (or
+/// its text).
+pub async fn refusal(x: Exchange<'_>, model: &ModelRef, resp: Response<BackendBody>) -> InferError {
+    let (parts, body) = resp.into_parts();
+    let backend = x.upstream.name().to_owned();
+    if parts.status == http::StatusCode::NOT_FOUND {
+        return InferError::UnknownModel {
+            backend,
+            model: model.clone(),
+        };
+    }
+    let limit = x.upstream.backend.request_timeout;
+    let read = tokio::time::timeout(
+        limit,
+        http_body_util::BodyExt::collect(http_body_util::Limited::new(body, MAX_REFUSAL_BYTES)),
+    )
+    .await;
+    let text = match read {
+        Ok(Ok(collected)) => collected.to_bytes(),
+        _ => Bytes::new(),
+    };
+    let message = serde_json::from_slice::<serde_json::Value>(&text)
+        .ok()
+        .and_then(|v| v.get("error").and_then(|e| e.as_str()).map(str::to_owned))
+        .unwrap_or_else(|| String::from_utf8_lossy(&text).trim().to_owned());
+    InferError::Refused {
+        backend,
+        status: parts.status,
+        message,
+    }
+}
+
+async fn send_body(
+    x: Exchange<'_>,
+    model: &ModelRef,
+    body: RequestBody,
+    headers: HeaderMap,
+) -> Result<Sent, InferError> {
+    let len = body.len();
+    let head = BodyHead {
+        len,
+        header_len: body.header_len,
+        content_type: body.content_type,
+    };
+    let out = outgoing(x, model, head, OutBody::Chunks(body.chunks), headers);
+    x.obs.backend_out(len);
+    let sent = Instant::now();
+    // The shadow's copy goes once the real request has its answer.
+    let copy = x.shadow.and_then(|m| m.copy(&out));
+    let resp = x.upstream.send(out, Some(x.obs.watch())).await;
+    if let Some(copy) = copy {
+        copy.start();
+    }
+    received(x, resp, sent)
+}
+
+/// How a backend request's body is described in its headers.
+struct BodyHead {
+    len: u64,
+    header_len: Option<u64>,
+    content_type: &'static str,
+}
+
+/// The backend request for `model`'s infer endpoint. `headers` are the
+/// ones the frontend forwards; body headers are set here.
+fn outgoing(
+    x: Exchange<'_>,
+    model: &ModelRef,
+    head: BodyHead,
+    body: OutBody,
+    mut headers: HeaderMap,
+) -> Outgoing {
+    // The gateway reads the reply itself: ask for it uncompressed.
+    headers.remove(header::ACCEPT_ENCODING);
+    headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static(head.content_type),
+    );
+    headers.insert(header::CONTENT_LENGTH, HeaderValue::from(head.len));
+    if let Some(n) = head.header_len {
+        headers.insert(IHCL_HEADER, HeaderValue::from(n));
+    }
+    Outgoing {
+        method: http::Method::POST,
+        path: model.infer_path(),
+        headers,
+        body,
+        model: Some(model.name.clone()),
+        idempotent: x.route.retry_infer,
+    }
+}
+
+/// The backend's answer to a request whose last byte went at `sent`.
+fn received(
+    x: Exchange<'_>,
+    resp: Result<Response<UpstreamBody>, UpstreamError>,
+    sent: Instant,
+) -> Result<Sent, InferError> {
+    let resp = resp?;
+    x.obs.upstream_first_byte(sent.elapsed());
+    let (parts, body) = resp.into_parts();
+    let body = x.obs.backend_body(body, sent);
+    if !parts.status.is_success() {
+        x.obs.backend_status(parts.status);
+        return Ok(Sent::Failed(Response::from_parts(parts, body)));
+    }
+    let deadline = sent + x.upstream.backend.request_timeout;
+    BackendReply::new(x, parts, body, deadline).map(|r| Sent::Reply(Box::new(r)))
+}

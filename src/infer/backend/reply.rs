@@ -1,0 +1,350 @@
+//! Reading a backend's successful reply: its framing, its JSON header
+//! (checked against the route's output rules as soon as it is parsed), and
+//! its binary part split per output. Frontends either collect the whole
+//! reply into an [`InferReply`] (bounded by `max_response_bytes`) or take
+//! the parsed header and the rest of the stream to translate while it
+//! arrives.
+
+use std::time::Instant;
+
+use bytes::Bytes;
+use http::header;
+use http_body_util::BodyExt;
+
+use super::BackendBody;
+use crate::codec::v2::framing::{self, FramingError, HeaderReader, IHCL_HEADER};
+use crate::codec::v2::{
+    BinaryCollector, DocError, DocKind, DocLimits, DocParser, Document, EntryData, collect,
+};
+use crate::http::body::concat;
+use crate::infer::InferError;
+use crate::infer::{Exchange, InferReply, TensorData};
+use crate::rules::Side;
+use crate::tensor::{BytesLayoutError, DataType, bytes_layout};
+use crate::upstream::Upstream;
+
+/// What was wrong with a backend's reply.
+#[derive(Debug, thiserror::Error)]
+pub enum ReplyError {
+    /// The HTTP exchange itself was malformed (the HTTP parser's words).
+    #[error("{detail}")]
+    Http { detail: String },
+    #[error("{0}")]
+    Framing(#[from] FramingError),
+    #[error("JSON header of {len} bytes is over the limit of {limit}")]
+    HeaderTooLarge { len: u64, limit: u64 },
+    #[error("body ended {got} bytes into a {len}-byte JSON header")]
+    HeaderCutShort { got: u64, len: u64 },
+    #[error("unparsable JSON header: {0}")]
+    Header(DocError),
+    #[error("unparsable JSON reply: {0}")]
+    Document(DocError),
+    #[error("binary output sizes add up to more than 2^64 bytes")]
+    SizeOverflow,
+    #[error("output \"{output}\" is missing {missing} bytes")]
+    ShortOutput { output: String, missing: u64 },
+    #[error("output \"{output}\": {source}")]
+    BytesLayout {
+        output: String,
+        source: BytesLayoutError,
+    },
+}
+
+/// How the backend framed its reply.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReplyFraming {
+    /// A JSON header of this many bytes, then binary outputs.
+    Binary { header_len: u64 },
+    /// One JSON document.
+    Json,
+}
+
+/// The backend's body, counted as it is read, and read against the
+/// deadline for the parts the gateway must hold.
+#[derive(Debug)]
+pub struct ReplyStream {
+    inner: BackendBody,
+    upstream: Upstream,
+    deadline: Instant,
+}
+
+impl ReplyStream {
+    pub async fn next(&mut self) -> Result<Option<Bytes>, InferError> {
+        loop {
+            let left = self.deadline.saturating_duration_since(Instant::now());
+            let frame = tokio::time::timeout(left, self.inner.frame())
+                .await
+                .map_err(|_| self.upstream.timeout(self.upstream.backend.request_timeout))?;
+            match frame {
+                None => return Ok(None),
+                Some(Err(e)) => return Err(self.upstream.body_error(&*e).into()),
+                Some(Ok(f)) => {
+                    if let Ok(data) = f.into_data() {
+                        return Ok(Some(data));
+                    }
+                }
+            }
+        }
+    }
+
+    /// The rest of the body, within `limit` bytes (with `first` counted).
+    async fn collect(
+        &mut self,
+        first: Bytes,
+        limit: u64,
+        route: &str,
+    ) -> Result<Bytes, InferError> {
+        let mut total = first.len() as u64;
+        let mut pieces = vec![first];
+        while let Some(b) = self.next().await? {
+            total = total.saturating_add(b.len() as u64);
+            if total > limit {
+                return Err(InferError::ReplyTooLarge {
+                    route: route.to_owned(),
+                    limit,
+                });
+            }
+            pieces.push(b);
+        }
+        Ok(concat(pieces))
+    }
+
+    /// The body itself, for a reply passed on as it streams.
+    pub fn into_inner(self) -> BackendBody {
+        self.inner
+    }
+}
+
+/// A backend's 2xx reply, head received, body not yet read.
+#[derive(Debug)]
+pub struct BackendReply {
+    pub parts: http::response::Parts,
+    pub framing: ReplyFraming,
+    body: ReplyStream,
+}
+
+/// A reply whose JSON header has been parsed and checked.
+#[derive(Debug)]
+pub struct ReplyHead {
+    pub parts: http::response::Parts,
+    /// The reply header (for a JSON reply: the whole document, data inline).
+    pub doc: Document,
+    /// The header's bytes as the backend sent them (for a JSON reply: the
+    /// whole body).
+    pub raw: Bytes,
+    /// Body bytes already read past the header.
+    pub after: Bytes,
+    pub stream: ReplyStream,
+}
+
+/// Limits on a backend's reply document. The route's element and dimension
+/// limits are for what clients send; a reply is bounded by the bytes the
+/// gateway agrees to hold (`max_json_header_bytes`, `max_response_bytes`),
+/// and binary outputs are never allocated from their declared shape.
+fn response_limits() -> DocLimits {
+    DocLimits::new(u64::MAX, 64)
+}
+
+impl BackendReply {
+    pub(super) fn new(
+        x: Exchange<'_>,
+        parts: http::response::Parts,
+        body: BackendBody,
+        deadline: Instant,
+    ) -> Result<BackendReply, InferError> {
+        let bad = |e: FramingError| bad_response(x, ReplyError::Framing(e));
+        let framing = if let Some(v) = parts.headers.get(IHCL_HEADER) {
+            ReplyFraming::Binary {
+                header_len: framing::parse_ihcl(v.as_bytes()).map_err(bad)?,
+            }
+        } else {
+            let ct = parts
+                .headers
+                .get(header::CONTENT_TYPE)
+                .and_then(|v| v.to_str().ok());
+            match ct.and_then(framing::sagemaker_header_size) {
+                Some(r) => ReplyFraming::Binary {
+                    header_len: r.map_err(bad)?,
+                },
+                None => ReplyFraming::Json,
+            }
+        };
+        Ok(BackendReply {
+            parts,
+            framing,
+            body: ReplyStream {
+                inner: body,
+                upstream: x.upstream.clone(),
+                deadline,
+            },
+        })
+    }
+
+    /// The reply as it is, for frontends that pass it on unread.
+    pub fn into_stream(self) -> (http::response::Parts, BackendBody) {
+        (self.parts, self.body.inner)
+    }
+
+    /// Reads and parses the JSON header (a JSON reply is read whole) and
+    /// checks every output's head against the route's output rules.
+    pub async fn head(self, x: Exchange<'_>) -> Result<ReplyHead, InferError> {
+        let BackendReply {
+            parts,
+            framing,
+            mut body,
+        } = self;
+        let (doc, raw, after) = match framing {
+            ReplyFraming::Binary { header_len } => read_header(x, &mut body, header_len).await?,
+            ReplyFraming::Json => {
+                let limits = &x.route.limits;
+                let all = body
+                    .collect(Bytes::new(), limits.max_response_bytes, &x.route.name)
+                    .await?;
+                let parse = {
+                    let all = all.clone();
+                    move || DocParser::parse(DocKind::Response, response_limits(), &all)
+                };
+                let parsed = if all.len() as u64 >= crate::cpu::OFF_THREAD_BYTES {
+                    crate::cpu::off_thread(parse).await
+                } else {
+                    parse()
+                };
+                let doc = parsed.map_err(|e| bad_response(x, ReplyError::Document(e)))?;
+                (doc, all, Bytes::new())
+            }
+        };
+        check_outputs(x, &doc)?;
+        Ok(ReplyHead {
+            parts,
+            doc,
+            raw,
+            after,
+            stream: body,
+        })
+    }
+}
+
+impl ReplyHead {
+    /// Reads the rest of the reply: every output's data, split per output
+    /// (slices of the backend's frames), BYTES outputs checked element by
+    /// element. Bounded by the route's `max_response_bytes`.
+    pub async fn collect(
+        self,
+        x: Exchange<'_>,
+    ) -> Result<(http::response::Parts, InferReply), InferError> {
+        let ReplyHead {
+            parts,
+            doc,
+            after,
+            mut stream,
+            ..
+        } = self;
+        let total = doc
+            .binary_sizes()
+            .try_fold(0u64, |sum, (_, size)| sum.checked_add(size))
+            .ok_or_else(|| bad_response(x, ReplyError::SizeOverflow))?;
+        let limit = x.route.limits.max_response_bytes;
+        if total > limit {
+            return Err(InferError::ReplyTooLarge {
+                route: x.route.name.clone(),
+                limit,
+            });
+        }
+        let mut collector = BinaryCollector::new(&doc);
+        let mut next = Some(after);
+        while let Some(chunk) = next {
+            collector
+                .push(chunk)
+                .map_err(|e| bad_response(x, ReplyError::Framing(e)))?;
+            next = stream.next().await?;
+        }
+        let binary = collector.finish().map_err(|short| {
+            bad_response(
+                x,
+                ReplyError::ShortOutput {
+                    output: doc.tensors[short.tensor].name.clone(),
+                    missing: short.missing_total,
+                },
+            )
+        })?;
+        let mut data: Vec<TensorData> = collect::tensor_data(&doc, binary)
+            .into_iter()
+            .map(|d| d.map_or(TensorData::SharedMemory, TensorData::Pieces))
+            .collect();
+        // BYTES outputs are checked element by element (and joined: every
+        // reader of them wants one buffer).
+        for (t, d) in doc.tensors.iter().zip(data.iter_mut()) {
+            if t.datatype == DataType::Bytes && matches!(t.data, EntryData::Binary { .. }) {
+                let count = t.shape.element_count().unwrap_or(0);
+                let joined = d.joined();
+                bytes_layout::validate(&joined, count).map_err(|source| {
+                    bad_response(
+                        x,
+                        ReplyError::BytesLayout {
+                            output: t.name.clone(),
+                            source,
+                        },
+                    )
+                })?;
+                *d = TensorData::Pieces(vec![joined]);
+            }
+        }
+        Ok((parts, InferReply { header: doc, data }))
+    }
+}
+
+fn bad_response(x: Exchange<'_>, source: ReplyError) -> InferError {
+    InferError::BadReply {
+        backend: x.upstream.name().to_owned(),
+        source: Box::new(source),
+    }
+}
+
+async fn read_header(
+    x: Exchange<'_>,
+    body: &mut ReplyStream,
+    header_len: u64,
+) -> Result<(Document, Bytes, Bytes), InferError> {
+    let limit = x.route.limits.max_json_header_bytes;
+    if header_len > limit {
+        return Err(bad_response(
+            x,
+            ReplyError::HeaderTooLarge {
+                len: header_len,
+                limit,
+            },
+        ));
+    }
+    let mut reader = HeaderReader::new(header_len as usize);
+    loop {
+        let Some(mut chunk) = body.next().await? else {
+            let got = header_len - reader.missing() as u64;
+            return Err(bad_response(
+                x,
+                ReplyError::HeaderCutShort {
+                    got,
+                    len: header_len,
+                },
+            ));
+        };
+        if let Some(header) = reader.push(&mut chunk) {
+            let doc = DocParser::parse(DocKind::Response, response_limits(), &header)
+                .map_err(|e| bad_response(x, ReplyError::Header(e)))?;
+            return Ok((doc, header, chunk));
+        }
+    }
+}
+
+fn check_outputs(x: Exchange<'_>, doc: &Document) -> Result<(), InferError> {
+    for t in &doc.tensors {
+        x.route
+            .rules
+            .check(Side::Output, &t.name, t.datatype, &t.shape)
+            .map_err(|violation| InferError::OutputRule {
+                backend: x.upstream.name().to_owned(),
+                route: x.route.name.clone(),
+                violation: Box::new(violation),
+            })?;
+    }
+    Ok(())
+}

@@ -1,0 +1,42 @@
+//! A request's inputs against its route's rules: each tensor's head as soon
+//! as it is known (before its data is read), and the set of names once the
+//! request is whole. Every frontend checks through here, so a route's rules
+//! hold whichever protocol reached it.
+
+use super::InferError;
+use crate::codec::v2::{Document, EntryHead};
+use crate::config::Route;
+use crate::rules::Side;
+
+fn refused(route: &Route) -> impl Fn(crate::rules::Violation) -> InferError + '_ {
+    move |violation| InferError::Rule {
+        route: route.name.clone(),
+        violation,
+    }
+}
+
+/// Checks tensor heads (name, datatype, shape) against the input rules.
+pub fn check_heads(route: &Route, heads: &[EntryHead]) -> Result<(), InferError> {
+    for h in heads {
+        route
+            .rules
+            .check(Side::Input, &h.name, h.datatype, &h.shape)
+            .map_err(refused(route))?;
+    }
+    Ok(())
+}
+
+/// Checks a whole request header: every input's head, then the rules that
+/// need the whole list (required inputs, duplicates).
+pub fn check_request(route: &Route, header: &Document) -> Result<(), InferError> {
+    for t in &header.tensors {
+        route
+            .rules
+            .check(Side::Input, &t.name, t.datatype, &t.shape)
+            .map_err(refused(route))?;
+    }
+    route
+        .rules
+        .check_names(Side::Input, header.tensors.iter().map(|t| t.name.as_str()))
+        .map_err(refused(route))
+}

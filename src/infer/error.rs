@@ -1,0 +1,115 @@
+//! What the inference core refuses or finds wrong: the route's rules on a
+//! request's tensors, a request the backend format cannot carry, and the
+//! backend's reply (invalid, too large, breaking the route's output rules,
+//! or the backend refusing the request). Failures of the exchange itself
+//! are the upstream's ([`UpstreamError`]), and rate-limit refusals the
+//! guard's ([`Refusal`]); both pass through unchanged.
+
+use http::StatusCode;
+
+use super::ModelRef;
+use super::backend::ReplyError;
+use super::raw_input::RawError;
+use crate::codec::v2::json_write::WriteError;
+use crate::error::{Class, Classify, TensorLabel, UpstreamKind, Violated};
+use crate::guard::Refusal;
+use crate::rules::Violation;
+use crate::upstream::UpstreamError;
+
+/// A failure of the inference core.
+#[derive(Debug, thiserror::Error)]
+pub enum InferError {
+    /// A request tensor breaks one of its route's rules.
+    #[error("route \"{route}\": {violation}")]
+    Rule { route: String, violation: Violation },
+    /// A raw binary request that cannot be checked against the rules.
+    #[error("route \"{route}\": {source}")]
+    Raw {
+        route: String,
+        source: Box<RawError>,
+    },
+    #[error("route \"{route}\": input \"{input}\" cannot be sent to a JSON backend: {source}")]
+    InputNotJson {
+        route: String,
+        input: String,
+        source: WriteError,
+    },
+    #[error("backend \"{backend}\" sent an invalid response: {source}")]
+    BadReply {
+        backend: String,
+        source: Box<ReplyError>,
+    },
+    /// A backend output breaks one of the route's output rules.
+    #[error("backend \"{backend}\" sent an invalid response: route \"{route}\": {violation}")]
+    OutputRule {
+        backend: String,
+        route: String,
+        violation: Box<Violation>,
+    },
+    #[error("route \"{route}\": backend response is larger than the limit of {limit} bytes")]
+    ReplyTooLarge { route: String, limit: u64 },
+    #[error("backend \"{backend}\" has no model \"{}\"{}", model.name, model.version.as_deref().map(|v| format!(" version {v}")).unwrap_or_default())]
+    UnknownModel { backend: String, model: ModelRef },
+    /// The backend answered the request with an error status of its own.
+    #[error("backend \"{backend}\" refused the request ({status}): {message}")]
+    Refused {
+        backend: String,
+        status: StatusCode,
+        message: String,
+    },
+    #[error(transparent)]
+    Upstream(#[from] UpstreamError),
+    #[error(transparent)]
+    RateLimited(#[from] Refusal),
+}
+
+impl Classify for InferError {
+    fn class(&self) -> Class {
+        match self {
+            InferError::Rule { violation, .. } => Class::BadTensor {
+                tensor: violation.tensor_name().to_owned(),
+            },
+            InferError::Raw { .. } => Class::Malformed,
+            InferError::InputNotJson { input, .. } => Class::BadTensor {
+                tensor: input.clone(),
+            },
+            InferError::BadReply { .. } => Class::Upstream {
+                kind: UpstreamKind::Invalid,
+                retry_after: None,
+            },
+            InferError::OutputRule { .. } | InferError::ReplyTooLarge { .. } => Class::BadOutput {
+                backend_fault: true,
+            },
+            InferError::UnknownModel { model, .. } => Class::NotFound {
+                version: model.version.is_some(),
+            },
+            InferError::Refused {
+                status, message, ..
+            } => Class::Refused {
+                status: *status,
+                message: message.clone(),
+            },
+            InferError::Upstream(e) => e.class(),
+            InferError::RateLimited(r) => r.class(),
+        }
+    }
+
+    fn violated(&self) -> Option<Violated> {
+        match self {
+            InferError::Rule { violation, .. } => Some(violated(violation)),
+            InferError::OutputRule { violation, .. } => Some(violated(violation)),
+            InferError::Upstream(e) => e.violated(),
+            _ => None,
+        }
+    }
+}
+
+/// The labels of a rule violation: its tensor (named in the label only
+/// when the route's rules name it, so never for an unknown input) and its
+/// rule.
+pub fn violated(v: &Violation) -> Violated {
+    Violated {
+        tensor: TensorLabel::Named(v.tensor_name().to_owned()),
+        rule: v.rule_label(),
+    }
+}

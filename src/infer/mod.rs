@@ -1,0 +1,70 @@
+//! The inference core every frontend shares: the request and reply types
+//! ([`request`]), which route serves a model ([`route`]) and which of its
+//! backends a request goes to ([`split`]), the checks of tensor heads
+//! against a route's rules ([`checks`]), the one client for V2 backends
+//! ([`backend`]), the cache of backend model metadata ([`metadata`]), the
+//! checks of raw binary requests that need it ([`raw_input`]), and shadow
+//! copies ([`shadow`]).
+//!
+//! Nothing here knows which frontend called it: a frontend reads its
+//! protocol into an [`InferRequest`], hands it to [`backend::prepare`], and
+//! renders the [`InferReply`] (or streams the backend's reply) in its own
+//! protocol. The core's own failures are [`InferError`]s; the upstream's
+//! and the guard's pass through them unchanged.
+
+pub mod backend;
+pub mod checks;
+mod error;
+pub mod metadata;
+pub mod raw_input;
+pub mod request;
+pub mod route;
+pub mod shadow;
+pub mod split;
+
+pub use error::{InferError, violated};
+pub use request::{InferReply, InferRequest, ModelRef, TensorData};
+
+use std::sync::Arc;
+
+use crate::config::Route;
+use crate::metrics::Metrics;
+use crate::observe::Observation;
+use crate::upstream::Upstream;
+use metadata::MetadataCache;
+use shadow::Mirror;
+
+/// Models whose metadata one backend's cache keeps.
+const METADATA_ENTRIES: usize = 256;
+
+/// The core's client of one backend: the upstream that sends to its
+/// replicas, and the cache of its models' metadata. Cheap to clone.
+#[derive(Clone, Debug)]
+pub struct Client {
+    pub upstream: Upstream,
+    /// The backend's models' metadata, cached for `metadata_ttl`.
+    pub metadata: Arc<MetadataCache>,
+}
+
+impl Client {
+    /// The client of `backend`, its replicas counted in `metrics`.
+    pub fn new(backend: Arc<crate::config::Backend>, metrics: &Metrics) -> Client {
+        let metadata = MetadataCache::new(backend.metadata_ttl, METADATA_ENTRIES);
+        Client {
+            upstream: Upstream::with_metrics(backend, metrics),
+            metadata: Arc::new(metadata),
+        }
+    }
+}
+
+/// One request's place in the gateway, as the core needs it: the route
+/// serving it, the backend chosen for it (one of the route's split), the
+/// route's shadow, and the request's observation.
+#[derive(Clone, Copy, Debug)]
+pub struct Exchange<'a> {
+    pub route: &'a Arc<Route>,
+    pub upstream: &'a Upstream,
+    pub metadata: &'a Arc<MetadataCache>,
+    pub shadow: Option<&'a Mirror>,
+    pub obs: &'a Observation,
+}

@@ -1,0 +1,156 @@
+//! Shadow traffic: every infer a route sends is also sent to its shadow
+//! backend (a new Triton version, say) and the reply read and thrown away,
+//! so the shadow can be compared on live traffic through its own metrics
+//! (`tensorgate_shadow_requests_total`, `tensorgate_shadow_duration_seconds`,
+//! and its replicas' series). The copy is made from the backend request the
+//! core already holds (`Bytes` chunks: cloning them copies no data) and sent
+//! by its own task once the real request has its reply head, so it never
+//! delays the real request. At most `max_in_flight` copies are in flight;
+//! past that, and whenever the gateway is close to shedding, copies are
+//! dropped (and counted) rather than queued. A shadow never changes what
+//! the client gets.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use http::HeaderValue;
+use http_body_util::BodyExt;
+use prometheus::{Histogram, IntCounter};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+
+use crate::config::Shadow;
+use crate::guard::admission::Admission;
+use crate::metrics::{Metrics, SHADOW_OUTCOMES};
+use crate::upstream::{OutBody, Outgoing, Upstream};
+
+/// The header a shadow copy carries, so the shadow backend's logs can tell.
+pub const SHADOW_HEADER: &str = "x-tensorgate-shadow";
+
+/// A route's shadow. Cheap to clone.
+#[derive(Clone, Debug)]
+pub struct Mirror {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    upstream: Upstream,
+    slots: Arc<Semaphore>,
+    admission: Arc<Admission>,
+    /// In [`SHADOW_OUTCOMES`] order.
+    outcomes: [IntCounter; SHADOW_OUTCOMES.len()],
+    duration: Histogram,
+}
+
+/// A copy ready to go.
+#[derive(Debug)]
+pub struct Copy {
+    inner: Arc<Inner>,
+    out: Outgoing,
+    permit: OwnedSemaphorePermit,
+}
+
+enum Outcome {
+    Ok,
+    ErrorStatus,
+    Failed,
+    Dropped,
+}
+
+impl Mirror {
+    pub fn new(
+        route: &str,
+        shadow: &Shadow,
+        upstream: Upstream,
+        metrics: &Metrics,
+        admission: Arc<Admission>,
+    ) -> Mirror {
+        let f = &metrics.replicas;
+        let backend = upstream.name().to_owned();
+        Mirror {
+            inner: Arc::new(Inner {
+                outcomes: SHADOW_OUTCOMES
+                    .map(|o| f.shadow.with_label_values(&[route, &backend, o])),
+                duration: f.shadow_duration.with_label_values(&[route, &backend]),
+                slots: Arc::new(Semaphore::new(shadow.max_in_flight.max(1))),
+                upstream,
+                admission,
+            }),
+        }
+    }
+
+    /// A copy of `out` (an infer with its body in hand), or `None` when it
+    /// is dropped: the shadow has `max_in_flight` copies out, or the
+    /// gateway is close to shedding.
+    pub fn copy(&self, out: &Outgoing) -> Option<Copy> {
+        let OutBody::Chunks(chunks) = &out.body else {
+            return None;
+        };
+        let permit = match self.inner.slots.clone().try_acquire_owned() {
+            Ok(p) if !self.inner.admission.busy() => p,
+            _ => {
+                self.inner.count(Outcome::Dropped);
+                return None;
+            }
+        };
+        let mut headers = out.headers.clone();
+        headers.insert(SHADOW_HEADER, HeaderValue::from_static("1"));
+        Some(Copy {
+            inner: self.inner.clone(),
+            out: Outgoing {
+                method: out.method.clone(),
+                path: out.path.clone(),
+                headers,
+                body: OutBody::Chunks(chunks.clone()),
+                model: out.model.clone(),
+                idempotent: out.idempotent,
+            },
+            permit,
+        })
+    }
+}
+
+impl Copy {
+    /// Sends it on its own task; the reply is read to its end (within the
+    /// shadow backend's request timeout) and dropped.
+    pub fn start(self) {
+        tokio::spawn(async move {
+            let Copy { inner, out, permit } = self;
+            let started = Instant::now();
+            let limit = inner.upstream.backend.request_timeout;
+            let outcome = match inner.upstream.send(out, None).await {
+                Ok(resp) => {
+                    let status = resp.status();
+                    match drain(resp.into_body(), limit).await {
+                        true if status.is_success() => Outcome::Ok,
+                        true => Outcome::ErrorStatus,
+                        false => Outcome::Failed,
+                    }
+                }
+                Err(_) => Outcome::Failed,
+            };
+            inner.duration.observe(started.elapsed().as_secs_f64());
+            inner.count(outcome);
+            drop(permit);
+        });
+    }
+}
+
+impl Inner {
+    fn count(&self, outcome: Outcome) {
+        self.outcomes[outcome as usize].inc();
+    }
+}
+
+/// Reads a body to its end within `limit`; whether it ended well.
+async fn drain<B: http_body::Body + Unpin>(mut body: B, limit: Duration) -> bool {
+    let read = async {
+        while let Some(frame) = body.frame().await {
+            if frame.is_err() {
+                return false;
+            }
+        }
+        true
+    };
+    tokio::time::timeout(limit, read).await.unwrap_or(false)
+}

@@ -1,0 +1,320 @@
+//! One replica of a backend: its own connection pool and slots, the
+//! requests outstanding on it (what balancing compares), its health (see
+//! [`super::health`]) and which checked models it has ready, and its
+//! metric series. A [`Lease`] is one request's hold on a replica, from the
+//! moment it is picked until its reply body ends.
+
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use http::{HeaderValue, Uri};
+use hyper_util::client::legacy::Client;
+use hyper_util::rt::{TokioExecutor, TokioTimer};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::time::Instant;
+
+use super::UpstreamError;
+use super::connector::{Connector, connector};
+use super::health::Health;
+use crate::config::{Backend, ServerConfig};
+use crate::error::UpstreamKind;
+use crate::http::body::Body;
+use crate::metrics::{ReplicaFamilies, ReplicaSeries};
+
+/// A backend replica.
+#[derive(Debug)]
+pub struct Replica {
+    /// Its `replica` label and name in logs: the URL as configured, or
+    /// `ip:port` as resolved.
+    pub label: String,
+    /// `scheme://authority[/prefix]` requests go to.
+    pub base: Uri,
+    /// `Host` for every request.
+    host: HeaderValue,
+    /// Connection pools, one per worker thread (and one for every other
+    /// thread; see [`crate::worker::current`]), made on first
+    /// use: a pooled connection is driven by the reactor of the thread
+    /// that opened it, so a worker reuses only its own.
+    pools: Box<[OnceLock<Client<Connector, Body>>]>,
+    pool: PoolSettings,
+    slots: Arc<Semaphore>,
+    in_flight: AtomicUsize,
+    pub health: Health,
+    /// Checked models it reported ready / not ready, by model slot.
+    ready: Bits,
+    not_ready: Bits,
+    pub series: Option<ReplicaSeries>,
+}
+
+impl Replica {
+    /// A replica at `base`, sending `host` as `Host`, with room for
+    /// `model_slots` checked models.
+    pub fn new(
+        backend: &Backend,
+        label: String,
+        base: Uri,
+        host: HeaderValue,
+        model_slots: usize,
+        families: Option<&ReplicaFamilies>,
+    ) -> Replica {
+        Replica {
+            series: families.map(|f| f.replica(&backend.name, &label)),
+            label,
+            base,
+            host,
+            pools: (0..=ServerConfig::MAX_WORKERS)
+                .map(|_| OnceLock::new())
+                .collect(),
+            pool: PoolSettings {
+                connector: connector(backend),
+                idle_timeout: backend.pool_idle_timeout,
+                max_idle: backend.pool_max_idle_per_host,
+            },
+            slots: Arc::new(Semaphore::new(backend.max_connections.max(1))),
+            in_flight: AtomicUsize::new(0),
+            health: Health::default(),
+            ready: Bits::new(model_slots),
+            not_ready: Bits::new(model_slots),
+        }
+    }
+
+    /// A replica at a configured URL (its authority is the `Host`).
+    pub fn at_url(
+        backend: &Backend,
+        url: &Uri,
+        model_slots: usize,
+        families: Option<&ReplicaFamilies>,
+    ) -> Replica {
+        let host = url
+            .authority()
+            .and_then(|a| HeaderValue::from_str(a.as_str()).ok())
+            .unwrap_or(HeaderValue::from_static("localhost"));
+        let label = url.to_string();
+        let label = label.strip_suffix('/').unwrap_or(&label).to_owned();
+        Replica::new(backend, label, url.clone(), host, model_slots, families)
+    }
+
+    /// The calling thread's connection pool to the replica.
+    pub fn client(&self) -> &Client<Connector, Body> {
+        let slot = &self.pools[crate::worker::current() % self.pools.len()];
+        slot.get_or_init(|| {
+            Client::builder(TokioExecutor::new())
+                .pool_timer(TokioTimer::new())
+                .pool_idle_timeout(self.pool.idle_timeout)
+                .pool_max_idle_per_host(self.pool.max_idle)
+                // A pooled connection found closed before the request was
+                // handed to it is replaced (the default, stated).
+                .retry_canceled_requests(true)
+                .build(self.pool.connector.clone())
+        })
+    }
+
+    pub fn host(&self) -> &HeaderValue {
+        &self.host
+    }
+
+    /// Requests picked for this replica whose reply has not ended.
+    pub fn in_flight(&self) -> usize {
+        self.in_flight.load(Ordering::Relaxed)
+    }
+
+    /// The URI for a client's path and query: the base's path is a prefix.
+    pub fn uri_for(&self, path_and_query: &str) -> Uri {
+        let base = &self.base;
+        let prefix = base.path().trim_end_matches('/');
+        let joined = if prefix.is_empty() {
+            path_and_query.parse().ok()
+        } else {
+            format!("{prefix}{path_and_query}").parse().ok()
+        };
+        let mut parts = http::uri::Parts::default();
+        parts.scheme = base.scheme().cloned();
+        parts.authority = base.authority().cloned();
+        parts.path_and_query = joined;
+        Uri::from_parts(parts).unwrap_or_else(|_| base.clone())
+    }
+
+    /// A slot for one exchange, waited for up to `wait`.
+    pub async fn slot(
+        &self,
+        backend: &Backend,
+        wait: Duration,
+    ) -> Result<OwnedSemaphorePermit, UpstreamError> {
+        if let Ok(p) = self.slots.clone().try_acquire_owned() {
+            return Ok(p);
+        }
+        match tokio::time::timeout(wait, self.slots.clone().acquire_owned()).await {
+            Ok(Ok(p)) => Ok(p),
+            _ => {
+                self.count_error(UpstreamKind::Saturated);
+                Err(UpstreamError::Saturated {
+                    backend: backend.name.clone(),
+                    limit: backend.max_connections,
+                })
+            }
+        }
+    }
+
+    pub fn count_error(&self, kind: UpstreamKind) {
+        if let Some(s) = &self.series {
+            s.error(kind);
+        }
+    }
+
+    /// What the last check of model `slot` said: `Some(true)` ready,
+    /// `Some(false)` not ready, `None` not known.
+    pub fn model_state(&self, slot: usize) -> Option<bool> {
+        if self.not_ready.get(slot) {
+            Some(false)
+        } else if self.ready.get(slot) {
+            Some(true)
+        } else {
+            None
+        }
+    }
+
+    /// Records what a check of model `slot` said (`None`: forget it).
+    pub fn set_model(&self, slot: usize, state: Option<bool>) {
+        self.ready.set(slot, state == Some(true));
+        self.not_ready.set(slot, state == Some(false));
+        if let Some(s) = &self.series {
+            s.models_not_ready.set(self.not_ready.count() as i64);
+        }
+    }
+}
+
+/// What each of a replica's pools is built with.
+#[derive(Debug)]
+struct PoolSettings {
+    connector: Connector,
+    idle_timeout: Duration,
+    max_idle: usize,
+}
+
+/// One request's hold on a replica: counted in its in-flight requests from
+/// the pick until dropped (with the reply body), holding a connection slot
+/// once it has one.
+#[derive(Debug)]
+pub struct Lease {
+    pub replica: Arc<Replica>,
+    started: Instant,
+    permit: Option<OwnedSemaphorePermit>,
+}
+
+impl Lease {
+    pub fn start(replica: Arc<Replica>) -> Lease {
+        replica.in_flight.fetch_add(1, Ordering::Relaxed);
+        if let Some(s) = &replica.series {
+            s.in_flight.inc();
+        }
+        Lease {
+            replica,
+            started: Instant::now(),
+            permit: None,
+        }
+    }
+
+    /// Holds the connection slot the request is sent with.
+    pub fn hold(&mut self, permit: OwnedSemaphorePermit) {
+        if let Some(s) = &self.replica.series {
+            s.requests.inc();
+        }
+        self.permit = Some(permit);
+    }
+}
+
+impl Drop for Lease {
+    fn drop(&mut self) {
+        self.replica.in_flight.fetch_sub(1, Ordering::Relaxed);
+        if let Some(s) = &self.replica.series {
+            s.in_flight.dec();
+            s.duration.observe(self.started.elapsed().as_secs_f64());
+        }
+    }
+}
+
+/// A fixed set of flags, one per model slot, readable without a lock.
+#[derive(Debug)]
+struct Bits(Box<[AtomicU64]>);
+
+impl Bits {
+    fn new(n: usize) -> Bits {
+        Bits((0..n.div_ceil(64)).map(|_| AtomicU64::new(0)).collect())
+    }
+
+    fn get(&self, i: usize) -> bool {
+        self.0
+            .get(i / 64)
+            .is_some_and(|w| w.load(Ordering::Relaxed) & (1 << (i % 64)) != 0)
+    }
+
+    fn set(&self, i: usize, on: bool) {
+        if let Some(w) = self.0.get(i / 64) {
+            if on {
+                w.fetch_or(1 << (i % 64), Ordering::Relaxed);
+            } else {
+                w.fetch_and(!(1 << (i % 64)), Ordering::Relaxed);
+            }
+        }
+    }
+
+    fn count(&self) -> u32 {
+        self.0
+            .iter()
+            .map(|w| w.load(Ordering::Relaxed).count_ones())
+            .sum()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn replica(url: &str) -> Replica {
+        let backend = Backend::new("b", url.parse().unwrap());
+        Replica::at_url(&backend, &url.parse().unwrap(), 130, None)
+    }
+
+    #[tokio::test]
+    async fn joins_prefix_and_path() {
+        let r = replica("http://127.0.0.1:8000");
+        assert_eq!(r.label, "http://127.0.0.1:8000");
+        assert_eq!(
+            r.uri_for("/v2/models/m/infer?x=1"),
+            "http://127.0.0.1:8000/v2/models/m/infer?x=1"
+        );
+        let r = replica("http://127.0.0.1:8000/triton/");
+        assert_eq!(r.label, "http://127.0.0.1:8000/triton");
+        assert_eq!(r.uri_for("/v2"), "http://127.0.0.1:8000/triton/v2");
+        assert_eq!(r.host(), "127.0.0.1:8000");
+    }
+
+    #[tokio::test]
+    async fn model_states_per_slot() {
+        let r = replica("http://127.0.0.1:1");
+        assert_eq!(r.model_state(129), None);
+        r.set_model(129, Some(false));
+        r.set_model(3, Some(true));
+        assert_eq!(r.model_state(129), Some(false));
+        assert_eq!(r.model_state(3), Some(true));
+        assert_eq!(r.model_state(4), None);
+        r.set_model(129, Some(true));
+        assert_eq!(r.model_state(129), Some(true));
+        r.set_model(129, None);
+        assert_eq!(r.model_state(129), None);
+        assert_eq!(r.model_state(1000), None, "out of range is unknown");
+    }
+
+    #[tokio::test]
+    async fn a_lease_counts_until_dropped() {
+        let r = Arc::new(replica("http://127.0.0.1:1"));
+        let a = Lease::start(r.clone());
+        let b = Lease::start(r.clone());
+        assert_eq!(r.in_flight(), 2);
+        drop(a);
+        assert_eq!(r.in_flight(), 1);
+        drop(b);
+        assert_eq!(r.in_flight(), 0);
+    }
+}

@@ -1,0 +1,408 @@
+//! Sending one request: the replica is chosen (two random choices among
+//! the eligible ones with the model ready), a connection slot taken, the
+//! request sent; a failure counts against the replica (and may eject it),
+//! and the request goes again — to a replica not tried yet when there is
+//! one — when that is safe, retries are left and the budget allows.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use http::{HeaderMap, HeaderValue, Request, Response, StatusCode, header};
+
+use super::failure::{Failure, classify};
+use super::models::Tracked;
+use super::pick::two_choices;
+use super::{
+    Lease, Outgoing, Replica, Stalled, Upstream, UpstreamBody, UpstreamError, Watch, location,
+    now_ms,
+};
+use crate::error::UpstreamKind;
+use crate::http::body::Body;
+use crate::http::headers::REQUEST_ID;
+use crate::metrics::RETRY_OUTCOMES;
+
+impl Upstream {
+    /// Sends a request; returns once the response head has arrived, within
+    /// the backend's request timeout (retries included). Waits up to
+    /// `connect_timeout` for a free slot on the chosen replica. `obs` (when
+    /// there is a client request) is told about stalls and gives the
+    /// request id for logs.
+    pub async fn send(
+        &self,
+        mut out: Outgoing,
+        obs: Option<Arc<dyn Watch>>,
+    ) -> Result<Response<UpstreamBody>, UpstreamError> {
+        let obs = obs.as_ref();
+        let backend = &*self.backend;
+        let limit = backend.request_timeout;
+        let deadline = Instant::now() + limit;
+        let replayable = out.body.replayable();
+        let mut end = out.body.take_end();
+        let own_host = out.headers.contains_key(header::HOST);
+        let tracked = out.model.as_deref().and_then(|m| self.inner.models.get(m));
+        self.inner.budget.request(now_ms());
+        let replicas = self.inner.set.ready_snapshot(backend.connect_timeout).await;
+        let retries = backend
+            .retries
+            .max
+            .min((replicas.len() as u32).saturating_sub(1).max(1));
+        let mut tried: Vec<usize> = Vec::new();
+        let mut last: Option<UpstreamError> = None;
+        loop {
+            let i = match (
+                self.choose(&replicas, tracked.as_deref(), &tried, &out),
+                last,
+            ) {
+                (Ok(i), _) => i,
+                (Err(_), Some(e)) => return Err(e),
+                (Err(e), None) => return Err(e),
+            };
+            tried.push(i);
+            let replica = &replicas[i];
+            let mut lease = Lease::start(replica.clone());
+            lease.hold(replica.slot(backend, backend.connect_timeout).await?);
+            let again = replayable && tried.len() <= retries as usize;
+            let req = request(replica, &mut out, again, own_host);
+            let exchange = replica.client().request(req);
+            let (sent, before_end) = match end.take() {
+                None => (
+                    tokio::time::timeout_at(deadline.into(), exchange).await,
+                    false,
+                ),
+                Some(end) => answer_after(end, limit, exchange).await,
+            };
+            let failure = match sent {
+                Err(_) => {
+                    self.failed(replica, UpstreamKind::Timeout, &replicas);
+                    return Err(self.timeout(limit));
+                }
+                // An answer before the body's end: a request sent while the
+                // client's was read (`core::backend::early`), which the
+                // caller drops and sends again. That one counts.
+                Ok(Ok(resp)) if before_end => return Ok(self.reply(resp, lease, obs)),
+                Ok(Ok(resp)) => {
+                    let status = resp.status();
+                    if status.is_server_error() {
+                        self.failed(replica, UpstreamKind::ServerError, &replicas);
+                    } else {
+                        replica.health.succeeded(now_ms(), &backend.ejection);
+                    }
+                    if status.is_success() && tracked.is_none() {
+                        self.follow(out.model.as_deref(), &replicas);
+                    }
+                    // A followed model this replica says it does not know
+                    // (Triton: 404 once it is unloaded): check now rather
+                    // than at the next round. Stops by itself once the
+                    // check marks it, as the replica then gets none.
+                    if status == StatusCode::NOT_FOUND && tracked.is_some() {
+                        self.inner.wake.notify_one();
+                    }
+                    let unavailable = matches!(
+                        status,
+                        StatusCode::BAD_GATEWAY
+                            | StatusCode::SERVICE_UNAVAILABLE
+                            | StatusCode::GATEWAY_TIMEOUT
+                    );
+                    if again && unavailable && self.safe_to_repeat(&out) && self.retry(obs, &out) {
+                        last = None;
+                        continue;
+                    }
+                    return Ok(self.reply(resp, lease, obs));
+                }
+                Ok(Err(e)) => classify(&e),
+            };
+            let kind = match failure {
+                Failure::Body(e) => return Err(e.into()),
+                _ => failure.kind().unwrap_or(UpstreamKind::Reset),
+            };
+            if before_end {
+                tracing::debug!(
+                    backend = self.name(),
+                    replica = replica.label,
+                    request_id = request_id(obs, &out.headers),
+                    detail = failure.detail(),
+                    "exchange failed before its body ended: the request goes again"
+                );
+                return Err(self.error(failure));
+            }
+            self.failed(replica, kind, &replicas);
+            let others = replicas.len() > tried.len();
+            let safe = match &failure {
+                Failure::Connect { .. } => true,
+                // Not the same black hole again.
+                Failure::ConnectTimeout => others,
+                Failure::Closed { .. } => self.safe_to_repeat(&out),
+                _ => false,
+            };
+            let id = request_id(obs, &out.headers);
+            if again && safe && self.retry(obs, &out) {
+                tracing::debug!(
+                    backend = self.name(),
+                    replica = replica.label,
+                    request_id = id,
+                    detail = failure.detail(),
+                    "sending again a request the replica did not take"
+                );
+                last = Some(self.error(failure));
+                continue;
+            }
+            tracing::warn!(
+                backend = self.name(),
+                replica = replica.label,
+                request_id = id,
+                detail = failure.detail(),
+                attempts = tried.len(),
+                "backend exchange failed"
+            );
+            return Err(self.error(failure));
+        }
+    }
+
+    /// The replica for the next attempt: an eligible one with the model
+    /// ready, not tried yet if there is one.
+    fn choose(
+        &self,
+        replicas: &[Arc<Replica>],
+        tracked: Option<&Tracked>,
+        tried: &[usize],
+        out: &Outgoing,
+    ) -> Result<usize, UpstreamError> {
+        let now = now_ms();
+        let n = replicas.len();
+        let load = |i: usize| replicas[i].in_flight();
+        let healthy = |i: usize| {
+            let r = &replicas[i];
+            r.health.show(now, r.series.as_ref());
+            r.health.eligible(now)
+        };
+        let serves =
+            |i: usize| tracked.is_none_or(|t| replicas[i].model_state(t.slot) != Some(false));
+        let fresh = two_choices(n, |i| !tried.contains(&i) && healthy(i) && serves(i), load);
+        if let Some(i) = fresh.or_else(|| two_choices(n, |i| healthy(i) && serves(i), load)) {
+            return Ok(i);
+        }
+        let retry_after = self.backend.health.interval.as_secs_f64().ceil().max(1.0) as u64;
+        let backend = self.backend.name.clone();
+        match (tracked, (0..n).any(healthy)) {
+            (Some(_), true) => Err(UpstreamError::ModelNotReady {
+                backend,
+                model: out.model.clone().unwrap_or_default(),
+                retry_after,
+            }),
+            _ => Err(UpstreamError::NoHealthyReplica {
+                backend,
+                retry_after,
+            }),
+        }
+    }
+
+    /// Whether the request may be sent again although a replica may have
+    /// read it.
+    fn safe_to_repeat(&self, out: &Outgoing) -> bool {
+        use http::Method;
+        out.idempotent || matches!(out.method, Method::GET | Method::HEAD | Method::OPTIONS)
+    }
+
+    /// Takes a retry from the budget; counts the outcome.
+    fn retry(&self, obs: Option<&Arc<dyn Watch>>, out: &Outgoing) -> bool {
+        let granted = self.inner.budget.try_retry(now_ms());
+        if let Some(f) = &self.inner.families {
+            let outcome = RETRY_OUTCOMES[usize::from(!granted)];
+            f.retries.with_label_values(&[self.name(), outcome]).inc();
+        }
+        if !granted {
+            tracing::warn!(
+                backend = self.name(),
+                request_id = request_id(obs, &out.headers),
+                "retry budget spent: not sending again"
+            );
+        }
+        granted
+    }
+
+    /// Counts a failed exchange against `replica`, ejecting it when its
+    /// failures in a row reach the threshold — unless no other replica
+    /// would be left to take traffic.
+    fn failed(&self, replica: &Arc<Replica>, kind: UpstreamKind, replicas: &[Arc<Replica>]) {
+        replica.count_error(kind);
+        let cfg = &self.backend.ejection;
+        if !replica.health.failed(cfg) {
+            return;
+        }
+        let now = now_ms();
+        let others = replicas
+            .iter()
+            .any(|r| !Arc::ptr_eq(r, replica) && r.health.eligible(now));
+        if !others {
+            return;
+        }
+        let Some(time) = replica.health.eject(now, cfg) else {
+            return;
+        };
+        if let Some(s) = &replica.series {
+            s.ejections.inc();
+        }
+        replica.health.show(now, replica.series.as_ref());
+        tracing::warn!(
+            backend = self.name(),
+            replica = replica.label,
+            failures = cfg.after,
+            seconds = time.as_secs_f64(),
+            "replica ejected after failing requests in a row"
+        );
+    }
+
+    /// Starts checking `model` (a default route's) after a first success.
+    fn follow(&self, model: Option<&str>, replicas: &[Arc<Replica>]) {
+        let Some(model) = model.filter(|_| self.backend.health.enabled) else {
+            return;
+        };
+        let Some((t, reused)) = self.inner.models.follow(model) else {
+            return;
+        };
+        if reused {
+            for r in replicas {
+                r.set_model(t.slot, None);
+            }
+        }
+        self.inner.wake.notify_one();
+    }
+
+    fn reply(
+        &self,
+        resp: Response<hyper::body::Incoming>,
+        lease: Lease,
+        obs: Option<&Arc<dyn Watch>>,
+    ) -> Response<UpstreamBody> {
+        let (mut parts, body) = resp.into_parts();
+        location::localize(&lease.replica.base, &mut parts.headers);
+        let idle = self.backend.stream_idle_timeout;
+        let backend = self.backend.clone();
+        let obs = obs.cloned();
+        // Only a reply moved by a task can stall unseen; this runs there.
+        let on_stall = move |side| {
+            let id = obs.as_ref().map_or("", |o| o.request_id());
+            tracing::warn!(
+                backend = backend.name,
+                request_id = id,
+                ?side,
+                seconds = idle.as_secs_f64(),
+                "stream stalled; cut"
+            );
+            if let (Stalled::Backend, Some(o)) = (side, &obs) {
+                o.stalled(&UpstreamError::timeout(&backend.name, idle));
+            }
+        };
+        let body = UpstreamBody::new(body, idle, Some(lease), on_stall);
+        Response::from_parts(parts, body)
+    }
+
+    fn error(&self, f: Failure) -> UpstreamError {
+        let backend = self.backend.name.clone();
+        match f {
+            Failure::Connect { detail } => UpstreamError::Refused { backend, detail },
+            Failure::ConnectTimeout => {
+                UpstreamError::timeout(&backend, self.backend.connect_timeout)
+            }
+            Failure::Closed { detail } => UpstreamError::Reset { backend, detail },
+            Failure::Parse { detail } => UpstreamError::Invalid { backend, detail },
+            Failure::Body(e) => e.into(),
+        }
+    }
+}
+
+/// The request for one attempt on `replica`. The headers are copied when
+/// another attempt may follow, else moved.
+/// `exchange`, given `limit` from when `end` fires (or its sender goes) to
+/// answer; and whether it answered before that. The end is looked at
+/// first: an answer that was there when the body ended is the request's.
+async fn answer_after<F: std::future::Future>(
+    end: tokio::sync::oneshot::Receiver<()>,
+    limit: std::time::Duration,
+    exchange: F,
+) -> (Result<F::Output, tokio::time::error::Elapsed>, bool) {
+    tokio::pin!(exchange);
+    tokio::select! {
+        biased;
+        _ = end => {}
+        answer = &mut exchange => return (Ok(answer), true),
+    }
+    (tokio::time::timeout(limit, exchange).await, false)
+}
+
+fn request(replica: &Replica, out: &mut Outgoing, again: bool, own_host: bool) -> Request<Body> {
+    let mut req = Request::new(out.body.take());
+    *req.method_mut() = out.method.clone();
+    *req.uri_mut() = replica.uri_for(&out.path);
+    let mut headers = if again {
+        out.headers.clone()
+    } else {
+        std::mem::take(&mut out.headers)
+    };
+    // The client would format the replica's `Host` for every request.
+    if !own_host {
+        headers.insert(header::HOST, replica.host().clone());
+    }
+    *req.headers_mut() = headers;
+    req
+}
+
+fn request_id<'a>(obs: Option<&'a Arc<dyn Watch>>, headers: &'a HeaderMap) -> &'a str {
+    match obs {
+        Some(o) => o.request_id(),
+        None => headers
+            .get(REQUEST_ID)
+            .and_then(|v: &HeaderValue| v.to_str().ok())
+            .unwrap_or(""),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::answer_after;
+    use std::time::Duration;
+    use tokio::sync::oneshot;
+
+    async fn after(ms: u64) -> u64 {
+        tokio::time::sleep(Duration::from_millis(ms)).await;
+        ms
+    }
+
+    /// The limit counts from the end signal: an answer long after the start
+    /// but soon after the end is in time, one long after the end is not.
+    #[tokio::test(start_paused = true)]
+    async fn the_time_to_answer_counts_from_the_end_of_the_body() {
+        let limit = Duration::from_millis(100);
+        // Answered before the body ended: in time, however long.
+        let (_end, ended) = oneshot::channel::<()>();
+        assert_eq!(
+            answer_after(ended, limit, after(5_000)).await,
+            (Ok(5_000), true)
+        );
+
+        // The body ends at 1 s, the answer comes at 1.05 s: in time.
+        let (end, ended) = oneshot::channel();
+        let body = async move {
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            let _ = end.send(());
+        };
+        let (answer, ()) = tokio::join!(answer_after(ended, limit, after(1_050)), body);
+        assert_eq!(answer, (Ok(1_050), false));
+
+        // The body ends at 1 s, nothing by 1.1 s: too late.
+        let (end, ended) = oneshot::channel();
+        let body = async move {
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            let _ = end.send(());
+        };
+        let ((answer, before_end), ()) =
+            tokio::join!(answer_after(ended, limit, after(1_200)), body);
+        assert!(answer.is_err() && !before_end);
+
+        // The sender gone (the body aborted): the limit runs from then.
+        let (end, ended) = oneshot::channel::<()>();
+        drop(end);
+        let (answer, before_end) = answer_after(ended, limit, after(200)).await;
+        assert!(answer.is_err() && !before_end);
+    }
+}
