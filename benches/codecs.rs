@@ -18,7 +18,7 @@ use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
-use tensorgate::codec::decthings::{self, Layout, Limits};
+use tensorgate::codec::decthings::{self, DecodeLimits, Layout};
 use tensorgate::codec::describe::python_float;
 use tensorgate::codec::v2::json_data::{DataParser, Progress};
 use tensorgate::codec::v2::json_write::ValueWriter;
@@ -325,7 +325,7 @@ fn decthings(c: &mut Criterion) {
         decthings::encode(&t, Layout::Current, &mut wire).unwrap();
         let wire = wire.freeze();
         record_size(&format!("decthings_f32/{label}"), wire.len());
-        let limits = Limits::default();
+        let limits = DecodeLimits::default();
         // Zero-copy evidence: the decoded data lies inside the input buffer,
         // and the encoded data part is the tensor's own buffer.
         let (decoded, _) = decthings::decode(&wire, Layout::Current, &limits)

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 use bytes::{Bytes, BytesMut};
 use serde_json::Value;
-use tensorgate::codec::decthings::{self, Layout, Limits, rpc};
+use tensorgate::codec::decthings::{self, DecodeLimits, Layout, rpc};
 use tensorgate::codec::describe::{describe, parse_description};
 
 fn vectors_dir() -> PathBuf {
@@ -49,7 +49,7 @@ fn check_tensor_folder(folder: &str, layout: Layout) -> usize {
         cases.len()
     );
     for (name, desc, bin) in &cases {
-        let tensors = decthings::decode_all(bin, layout, &Limits::default())
+        let tensors = decthings::decode_all(bin, layout, &DecodeLimits::default())
             .unwrap_or_else(|e| panic!("{folder}/{name}: {e}"));
         assert_eq!(tensors.len(), 1, "{folder}/{name}");
         let t = &tensors[0];
@@ -151,7 +151,7 @@ fn blobs_from_description(desc: &Value) -> Vec<Bytes> {
 }
 
 fn check_blob_tensors(blob: &Bytes, expected: &Value) {
-    let tensors = decthings::decode_all(blob, Layout::Legacy, &Limits::default()).unwrap();
+    let tensors = decthings::decode_all(blob, Layout::Legacy, &DecodeLimits::default()).unwrap();
     let described: Vec<Value> = tensors
         .iter()
         .map(|t| serde_json::from_str(&describe(t)).unwrap())
@@ -197,7 +197,7 @@ fn rpc_param_blobs() {
         let bin = Bytes::from(std::fs::read(dir.join(format!("{file}.bin"))).unwrap());
         check_blob_tensors(&bin, &desc["tensors"][param]);
         let mut out = BytesMut::new();
-        for t in decthings::decode_all(&bin, Layout::Legacy, &Limits::default()).unwrap() {
+        for t in decthings::decode_all(&bin, Layout::Legacy, &DecodeLimits::default()).unwrap() {
             decthings::encode(&t, Layout::Legacy, &mut out).unwrap();
         }
         assert_eq!(&out[..], &bin[..], "{file}");

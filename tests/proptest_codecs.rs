@@ -21,7 +21,7 @@ use bytes::{Bytes, BytesMut};
 use half::{bf16, f16};
 use proptest::prelude::*;
 use serde_json::{Map, Value};
-use tensorgate::codec::decthings::{self, Layout, Limits};
+use tensorgate::codec::decthings::{self, DecodeLimits, Layout};
 use tensorgate::codec::describe::{describe, parse_description};
 use tensorgate::codec::v2::json_data::{DataParser, Progress};
 use tensorgate::codec::v2::json_write::{
@@ -620,7 +620,7 @@ proptest! {
     /// says `Ok(None)` until a tensor is complete.
     #[test]
     fn decthings_round_trips((layout, tensors) in layout_and_tensors(), sizes in chunk_sizes()) {
-        let limits = Limits::default();
+        let limits = DecodeLimits::default();
         let mut wire = BytesMut::new();
         let mut ends = Vec::new();
         for t in &tensors {
@@ -664,7 +664,7 @@ proptest! {
     fn decthings_prefixes_are_incomplete(t in decthings_tensor(Layout::Current)) {
         let mut wire = BytesMut::new();
         decthings::encode(&t, Layout::Current, &mut wire).unwrap();
-        let limits = Limits::default();
+        let limits = DecodeLimits::default();
         for n in 0..wire.len().min(300) {
             let prefix = Bytes::copy_from_slice(&wire[..n]);
             prop_assert_eq!(decthings::decode(&prefix, Layout::Current, &limits), Ok(None), "prefix {}", n);

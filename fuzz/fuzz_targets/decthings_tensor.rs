@@ -5,7 +5,7 @@
 
 use bytes::{Bytes, BytesMut};
 use libfuzzer_sys::fuzz_target;
-use tensorgate::codec::decthings::{Layout, Limits, decode, decode_all, encode};
+use tensorgate::codec::decthings::{Layout, DecodeLimits, decode, decode_all, encode};
 
 fuzz_target!(|data: &[u8]| {
     let Some((&flags, rest)) = data.split_first() else {
@@ -16,7 +16,7 @@ fuzz_target!(|data: &[u8]| {
     } else {
         Layout::Legacy
     };
-    let limits = Limits {
+    let limits = DecodeLimits {
         max_tensor_bytes: 1 << 20,
     };
     let input = Bytes::copy_from_slice(rest);

@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use bytes::{Bytes, BytesMut};
 use serde_json::Value;
 
-use crate::codec::decthings::{self, DecodeError, EncodeError, Layout, Limits};
+use crate::codec::decthings::{self, DecodeError, DecodeLimits, EncodeError, Layout};
 use crate::codec::describe::{self, DescribeError};
 use crate::codec::v2::framing::{self, FramingError, HeaderReader};
 use crate::codec::v2::json_write::{TensorForm, inline_data, write_document};
@@ -220,7 +220,7 @@ fn kind(response: bool) -> DocKind {
 
 /// Every tensor in `input`, one description per line.
 pub fn decode_bytes(input: &Bytes, format: TensorFormat) -> Result<String, CliError> {
-    let tensors = decthings::decode_all(input, format.layout(), &Limits::default())?;
+    let tensors = decthings::decode_all(input, format.layout(), &DecodeLimits::default())?;
     let mut out = String::new();
     for t in &tensors {
         out.push_str(&describe::describe(t));

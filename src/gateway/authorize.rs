@@ -10,7 +10,7 @@ use crate::config::Route;
 use crate::error::Error;
 use crate::gateway::Gateway;
 use crate::guard::Unauthorized;
-use crate::guard::{Caller, Unit, Verdict, check, check_any, sigv4::Claim, unix_now};
+use crate::guard::{Caller, Checked, Unit, check, check_any, sigv4::Claim, unix_now};
 use crate::observe::Observation;
 
 impl Gateway {
@@ -31,11 +31,11 @@ impl Gateway {
                 problem,
             })?;
         match verdict {
-            Verdict::Key(key) => {
+            Checked::Key(key) => {
                 self.admit_caller(route, key, obs)?;
                 Ok(None)
             }
-            Verdict::SigV4(claim) => Ok(Some(claim)),
+            Checked::SigV4(claim) => Ok(Some(claim)),
         }
     }
 

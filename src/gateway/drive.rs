@@ -27,11 +27,18 @@ use crate::http::client_body::{self, ClientBody};
 use crate::http::headers::strip_credentials;
 use crate::infer::{Exchange, split};
 use crate::observe::{Observation, Start, ensure_request_id};
+use std::future::Future;
+use std::pin::Pin;
+
+/// One request being served: the future of its frontend's path alone, boxed
+/// once (a future holding every frontend's path would be as large as the
+/// largest, and copied whole into its box for every request).
+pub type Handling = Pin<Box<dyn Future<Output = Response<Body>> + Send>>;
 
 impl Gateway {
     /// Serves one request; every error becomes its response here, and every
     /// request is observed.
-    pub async fn handle(&self, mut req: Request<Incoming>) -> Response<Body> {
+    pub fn handle(&self, mut req: Request<Incoming>) -> Handling {
         let request_id = ensure_request_id(req.headers_mut());
         let backend_hint = split::take_hint(req.headers_mut());
         let endpoint = dispatch::classify(req.method(), req.uri().path(), &self.shared.prefixes);
@@ -45,40 +52,52 @@ impl Gateway {
             path: req.uri().path(),
             backend_hint,
         });
-        let resp = match endpoint {
-            Ok(Endpoint::V2Infer(f)) => self.drive(&f, req, &obs).await,
-            Ok(Endpoint::Passthrough(f)) => self.drive(&f, req, &obs).await,
-            Ok(Endpoint::Decthings(f)) => self.drive(&f, req, &obs).await,
-            Ok(Endpoint::SageMakerPing(f)) => self.drive(&f, req, &obs).await,
-            Ok(Endpoint::SageMaker(f)) => self.drive(&f, req, &obs).await,
-            Err(e) => failed(e.into(), &obs, v2::render),
+        let gw = self.clone();
+        match endpoint {
+            Ok(Endpoint::V2Infer(f)) => Box::pin(gw.drive(f, req, obs)),
+            Ok(Endpoint::Passthrough(f)) => Box::pin(gw.drive(f, req, obs)),
+            Ok(Endpoint::Decthings(f)) => Box::pin(gw.drive(f, req, obs)),
+            Ok(Endpoint::SageMakerPing(f)) => Box::pin(gw.drive(f, req, obs)),
+            Ok(Endpoint::SageMaker(f)) => Box::pin(gw.drive(f, req, obs)),
+            Err(e) => {
+                let resp = failed(e.into(), &obs, v2::render);
+                Box::pin(std::future::ready(obs.finish(resp)))
+            }
+        }
+    }
+
+    async fn drive<F: Frontend>(
+        self,
+        f: F,
+        req: Request<Incoming>,
+        obs: Observation,
+    ) -> Response<Body> {
+        // The frontend's future is awaited here, not inside another: each
+        // level of futures is one more copy of it per request.
+        let served = match self.place(&f, req, &obs).await {
+            Ok(call) => f.serve(call).await,
+            Err(e) => Err(e),
+        };
+        let resp = match served {
+            Ok(resp) => resp,
+            Err(e) => failed(e, &obs, |e| f.render(e, &obs)),
         };
         obs.finish(resp)
     }
 
-    async fn drive<F: Frontend>(
-        &self,
+    /// Every phase before the frontend serves: the request bound, checked,
+    /// admitted, its body opened.
+    async fn place<'a, F: Frontend>(
+        &'a self,
         f: &F,
         req: Request<Incoming>,
-        obs: &Observation,
-    ) -> Response<Body> {
-        match self.phases(f, req, obs).await {
-            Ok(resp) => resp,
-            Err(e) => failed(e, obs, |e| f.render(e, obs)),
-        }
-    }
-
-    async fn phases<F: Frontend>(
-        &self,
-        f: &F,
-        req: Request<Incoming>,
-        obs: &Observation,
-    ) -> Result<Response<Body>, Error> {
+        obs: &'a Observation,
+    ) -> Result<Call<'a>, Error> {
         let (mut head, body) = req.into_parts();
         let (target, body) = match f.route(&self.shared.config, &head)? {
             Routing::Route { route, model } => {
                 obs.bind(route, &model);
-                let x = self.exchange(route, obs)?;
+                let exchange = self.exchange(route, obs)?;
                 f.allowed(route)?;
                 let mut claim = None;
                 if f.guarded() {
@@ -92,7 +111,7 @@ impl Gateway {
                 if route.auth.is_some() {
                     strip_credentials(&mut head.headers);
                 }
-                (Target::Bound { x, model }, body)
+                (Target::Bound { exchange, model }, body)
             }
             Routing::Body { routes } => {
                 self.precheck(&routes, &head.headers)?;
@@ -112,13 +131,12 @@ impl Gateway {
                 (Target::Deferred { services: self }, body)
             }
         };
-        let call = Call {
+        Ok(Call {
             head,
             body,
             obs,
             target,
-        };
-        f.serve(call).await
+        })
     }
 
     /// Takes a request slot for the rest of the request.

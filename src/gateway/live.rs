@@ -15,7 +15,7 @@ use arc_swap::ArcSwap;
 use http::{Request, Response};
 use hyper::body::Incoming;
 
-use crate::gateway::{Gateway, Shared};
+use crate::gateway::{Gateway, Handling, Shared};
 use crate::http::body::Body;
 
 /// The current gateway, shared by the server and the reloader. Cheap to
@@ -48,14 +48,30 @@ impl Live {
 impl tower::Service<Request<Incoming>> for Live {
     type Response = Response<Body>;
     type Error = Infallible;
-    type Future = Pin<Box<dyn Future<Output = Result<Response<Body>, Infallible>> + Send>>;
+    type Future = Served;
 
     fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
         Poll::Ready(Ok(()))
     }
 
     fn call(&mut self, req: Request<Incoming>) -> Self::Future {
-        let gateway = self.current();
-        Box::pin(async move { Ok(gateway.handle(req).await) })
+        Served(self.current().handle(req))
+    }
+}
+
+/// The gateway's answer as the service's: never an error.
+pub struct Served(Handling);
+
+impl std::fmt::Debug for Served {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Served")
+    }
+}
+
+impl Future for Served {
+    type Output = Result<Response<Body>, Infallible>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        self.0.as_mut().poll(cx).map(Ok)
     }
 }

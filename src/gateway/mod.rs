@@ -12,6 +12,8 @@ mod drive;
 pub mod live;
 pub mod readiness;
 
+pub use drive::Handling;
+
 use std::collections::BTreeMap;
 use std::sync::Arc;
 

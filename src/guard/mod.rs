@@ -54,7 +54,7 @@ pub struct Caller {
 
 /// What the credentials of a request come to on a route.
 #[derive(Debug)]
-pub enum Verdict {
+pub enum Checked {
     /// A key of the route (`None`: the route needs none).
     Key(Option<Arc<str>>),
     /// A SigV4 signature to verify once the body is read.
@@ -77,9 +77,9 @@ pub fn check(
     headers: &HeaderMap,
     sigv4_here: bool,
     now: i64,
-) -> Result<Verdict, AuthProblem> {
+) -> Result<Checked, AuthProblem> {
     let Some(auth) = &route.auth else {
-        return Ok(Verdict::Key(None));
+        return Ok(Checked::Key(None));
     };
     match auth::presented(headers) {
         Presented::Nothing => Err(AuthProblem::Missing),
@@ -87,12 +87,12 @@ pub fn check(
         Presented::Key(key) => auth
             .keys
             .find(key)
-            .map(|name| Verdict::Key(Some(name.clone())))
+            .map(|name| Checked::Key(Some(name.clone())))
             .ok_or(AuthProblem::UnknownKey),
         Presented::SigV4(_) if !sigv4_here => Err(AuthProblem::SigV4NotHere),
         Presented::SigV4(_) if !auth.sigv4 => Err(AuthProblem::SigV4Off),
         Presented::SigV4(value) => {
-            sigv4::Claim::new(&auth.keys, value, headers, now).map(Verdict::SigV4)
+            sigv4::Claim::new(&auth.keys, value, headers, now).map(Checked::SigV4)
         }
     }
 }

@@ -132,7 +132,9 @@ pub trait WireMeter: Send + Sync + std::fmt::Debug {
 pub struct ClientBody {
     /// Always `Some` until dropped (see `Drop`).
     inner: Option<Incoming>,
-    decoder: Option<Decoder>,
+    /// Boxed: only compressed bodies have one, and it is most of the
+    /// body's size, which is moved with the request.
+    decoder: Option<Box<Decoder>>,
     route: String,
     limit: u64,
     timeouts: BodyTimeouts,
@@ -147,7 +149,7 @@ pub struct ClientBody {
     /// The body ended, or will not be read further (out of time, broken).
     finished: bool,
     /// SHA-256 of the bytes as received, when asked for (SigV4).
-    digest: Option<Sha256>,
+    digest: Option<Box<Sha256>>,
     /// Told the wire bytes when the body is dropped, if it was read to its
     /// end (a request refused part way is not counted as received).
     meter: Option<Arc<dyn WireMeter>>,
@@ -175,7 +177,7 @@ impl ClientBody {
         };
         Ok(ClientBody {
             inner: Some(inner),
-            decoder: Decoder::new(coding, limit),
+            decoder: Decoder::new(coding, limit).map(Box::new),
             route: route.to_owned(),
             limit,
             timeouts,
@@ -215,13 +217,15 @@ impl ClientBody {
     /// Also hashes the body as it comes off the wire (before any
     /// decompression): what a SigV4 signature covers.
     pub fn with_wire_digest(mut self) -> ClientBody {
-        self.digest = Some(Sha256::new());
+        self.digest = Some(Box::new(Sha256::new()));
         self
     }
 
     /// SHA-256 of the bytes received so far, if asked for.
     pub fn wire_digest(&self) -> Option<crate::auth::keys::Digest> {
-        self.digest.as_ref().map(|d| d.clone().finalize().into())
+        self.digest
+            .as_ref()
+            .map(|d| (**d).clone().finalize().into())
     }
 
     /// The uncompressed body length the client declared, if it did.
@@ -266,11 +270,11 @@ impl ClientBody {
             }
             // A frame that inflates to more than one decoder step is handed
             // out a step at a time, letting other tasks run in between.
-            let data = if self.decoder.as_ref().is_some_and(Decoder::has_pending) {
+            let data = if self.decoder.as_deref().is_some_and(Decoder::has_pending) {
                 tokio::task::yield_now().await;
                 let step = self
                     .decoder
-                    .as_mut()
+                    .as_deref_mut()
                     .map_or(Ok(Bytes::new()), Decoder::step);
                 Some(step.map_err(|e| self.decode_error(e))?)
             } else {
@@ -308,7 +312,7 @@ impl ClientBody {
             None => {
                 self.finished = true;
                 self.ended = true;
-                match self.decoder.as_mut().map(Decoder::finish) {
+                match self.decoder.as_deref_mut().map(Decoder::finish) {
                     None => return Ok(None),
                     Some(r) => r.map_err(|e| self.decode_error(e))?,
                 }

@@ -8,7 +8,7 @@
 use http::StatusCode;
 
 use super::ModelRef;
-use super::backend::ReplyError;
+use super::backend::MalformedReply;
 use super::raw_input::RawError;
 use crate::codec::v2::json_write::WriteError;
 use crate::error::{Class, Classify, TensorLabel, UpstreamKind, Violated};
@@ -37,7 +37,7 @@ pub enum InferError {
     #[error("backend \"{backend}\" sent an invalid response: {source}")]
     BadReply {
         backend: String,
-        source: Box<ReplyError>,
+        source: Box<MalformedReply>,
     },
     /// A backend output breaks one of the route's output rules.
     #[error("backend \"{backend}\" sent an invalid response: route \"{route}\": {violation}")]

@@ -41,16 +41,16 @@ pub enum RawError {
 /// Checks a raw request of `size` bytes for `model` against the route's
 /// input rules. Routes without input rules are not asked about (nothing
 /// to hold); the backend still checks the body itself.
-pub async fn check(x: Exchange<'_>, model: &ModelRef, size: u64) -> Result<(), InferError> {
-    let rules = &x.route.rules;
+pub async fn check(exchange: Exchange<'_>, model: &ModelRef, size: u64) -> Result<(), InferError> {
+    let rules = &exchange.route.rules;
     if rules.inputs.is_empty() {
         return Ok(());
     }
     let refused = |source| InferError::Raw {
-        route: x.route.name.clone(),
+        route: exchange.route.name.clone(),
         source: Box::new(source),
     };
-    let meta = match x.metadata.get(x.upstream, model).await {
+    let meta = match exchange.metadata.get(exchange.upstream, model).await {
         Ok(m) => m,
         // The backend is unreachable: say that, not that metadata is missing.
         Err(MetadataError::Upstream(e)) => return Err(e.into()),
@@ -78,7 +78,7 @@ pub async fn check(x: Exchange<'_>, model: &ModelRef, size: u64) -> Result<(), I
         })
     })?;
     let rule = |violation| InferError::Rule {
-        route: x.route.name.clone(),
+        route: exchange.route.name.clone(),
         violation,
     };
     rules

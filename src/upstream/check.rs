@@ -15,7 +15,7 @@ use http_body_util::{BodyExt, Limited};
 use tokio::sync::{Notify, Semaphore};
 use tokio::task::JoinSet;
 
-use super::models::Tracked;
+use super::models::Followed;
 use super::{Inner, Replica, now_ms};
 use crate::codec::v2::path::model_base;
 use crate::config::Backend;
@@ -46,7 +46,7 @@ pub(super) async fn run(inner: Weak<Inner>, wake: Arc<Notify>, interval: Duratio
 
 /// One round over every replica, concurrently.
 async fn round(inner: &Inner) {
-    let models: Arc<[Arc<Tracked>]> = inner.models.to_check().into();
+    let models: Arc<[Arc<Followed>]> = inner.models.to_check().into();
     let mut checks = JoinSet::new();
     for r in inner.set.snapshot().iter() {
         let (r, models, backend) = (r.clone(), models.clone(), inner.backend.clone());
@@ -55,7 +55,7 @@ async fn round(inner: &Inner) {
     while checks.join_next().await.is_some() {}
 }
 
-async fn check_replica(backend: &Arc<Backend>, r: &Arc<Replica>, models: &[Arc<Tracked>]) {
+async fn check_replica(backend: &Arc<Backend>, r: &Arc<Replica>, models: &[Arc<Followed>]) {
     let cfg = &backend.health;
     let status = probe(backend, r, "/v2/health/ready").await;
     let passed = status.is_some_and(|s| s.is_success());

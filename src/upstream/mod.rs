@@ -30,6 +30,7 @@ pub mod location;
 mod models;
 mod pick;
 mod replica;
+mod retry;
 mod send;
 mod set;
 

@@ -17,7 +17,7 @@ pub const IDLE: Duration = Duration::from_secs(300);
 
 /// A followed model.
 #[derive(Debug)]
-pub struct Tracked {
+pub struct Followed {
     pub name: String,
     /// Its index in every replica's flags.
     pub slot: usize,
@@ -27,7 +27,7 @@ pub struct Tracked {
     asked: AtomicU64,
 }
 
-impl Tracked {
+impl Followed {
     fn idle(&self, now: u64) -> bool {
         let idle = u64::try_from(IDLE.as_millis()).unwrap_or(u64::MAX);
         !self.configured && now.saturating_sub(self.asked.load(Ordering::Relaxed)) >= idle
@@ -36,7 +36,7 @@ impl Tracked {
 
 #[derive(Debug, Default)]
 struct Table {
-    by_name: HashMap<String, Arc<Tracked>>,
+    by_name: HashMap<String, Arc<Followed>>,
     /// Slots of models that are not followed.
     free: Vec<usize>,
 }
@@ -56,7 +56,7 @@ impl Models {
         for name in configured {
             let slot = table.by_name.len();
             table.by_name.entry(name.clone()).or_insert_with(|| {
-                Arc::new(Tracked {
+                Arc::new(Followed {
                     name: name.clone(),
                     slot,
                     configured: true,
@@ -79,7 +79,7 @@ impl Models {
     }
 
     /// The followed model `name`, marked as asked for now.
-    pub fn get(&self, name: &str) -> Option<Arc<Tracked>> {
+    pub fn get(&self, name: &str) -> Option<Arc<Followed>> {
         let table = self.table.read().unwrap_or_else(|p| p.into_inner());
         let t = table.by_name.get(name)?;
         let now = now_ms();
@@ -91,7 +91,7 @@ impl Models {
     }
 
     /// The followed model `name`, not counted as asked for.
-    pub fn peek(&self, name: &str) -> Option<Arc<Tracked>> {
+    pub fn peek(&self, name: &str) -> Option<Arc<Followed>> {
         let table = self.table.read().unwrap_or_else(|p| p.into_inner());
         table.by_name.get(name).cloned()
     }
@@ -99,7 +99,7 @@ impl Models {
     /// Starts following `name`, making room by dropping the model idle the
     /// longest if needed. Returns it and the slot it took over (whose
     /// flags the caller clears), or `None` when there is no room.
-    pub fn follow(&self, name: &str) -> Option<(Arc<Tracked>, bool)> {
+    pub fn follow(&self, name: &str) -> Option<(Arc<Followed>, bool)> {
         let mut table = self.table.write().unwrap_or_else(|p| p.into_inner());
         if let Some(t) = table.by_name.get(name) {
             return Some((t.clone(), false));
@@ -119,7 +119,7 @@ impl Models {
                 (gone.slot, true)
             }
         };
-        let t = Arc::new(Tracked {
+        let t = Arc::new(Followed {
             name: name.to_owned(),
             slot,
             configured: false,
@@ -131,7 +131,7 @@ impl Models {
 
     /// The models to check now: every configured one, and those asked for
     /// within [`IDLE`].
-    pub fn to_check(&self) -> Vec<Arc<Tracked>> {
+    pub fn to_check(&self) -> Vec<Arc<Followed>> {
         let now = now_ms();
         let table = self.table.read().unwrap_or_else(|p| p.into_inner());
         let mut out: Vec<_> = table

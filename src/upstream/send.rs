@@ -10,8 +10,9 @@ use std::time::Instant;
 use http::{HeaderMap, HeaderValue, Request, Response, StatusCode, header};
 
 use super::failure::{Failure, classify};
-use super::models::Tracked;
+use super::models::Followed;
 use super::pick::two_choices;
+use super::retry;
 use super::{
     Lease, Outgoing, Replica, Stalled, Upstream, UpstreamBody, UpstreamError, Watch, location,
     now_ms,
@@ -21,12 +22,28 @@ use crate::http::body::Body;
 use crate::http::headers::REQUEST_ID;
 use crate::metrics::RETRY_OUTCOMES;
 
+/// What one attempt on one replica came to.
+enum Attempt {
+    /// The replica answered (with any status). `early`: before the
+    /// request's body ended (see [`answer_after`]).
+    Answer {
+        resp: Response<hyper::body::Incoming>,
+        early: bool,
+    },
+    /// No answer within the request's time.
+    TimedOut,
+    /// The exchange failed; `early` as for an answer.
+    Failed { failure: Failure, early: bool },
+}
+
 impl Upstream {
     /// Sends a request; returns once the response head has arrived, within
     /// the backend's request timeout (retries included). Waits up to
     /// `connect_timeout` for a free slot on the chosen replica. `obs` (when
     /// there is a client request) is told about stalls and gives the
-    /// request id for logs.
+    /// request id for logs. Each attempt goes to a replica not tried yet
+    /// when there is one; whether another follows is [`retry`]'s to say,
+    /// within the budget.
     pub async fn send(
         &self,
         mut out: Outgoing,
@@ -34,8 +51,7 @@ impl Upstream {
     ) -> Result<Response<UpstreamBody>, UpstreamError> {
         let obs = obs.as_ref();
         let backend = &*self.backend;
-        let limit = backend.request_timeout;
-        let deadline = Instant::now() + limit;
+        let deadline = Instant::now() + backend.request_timeout;
         let replayable = out.body.replayable();
         let mut end = out.body.take_end();
         let own_host = out.headers.contains_key(header::HOST);
@@ -49,13 +65,9 @@ impl Upstream {
         let mut tried: Vec<usize> = Vec::new();
         let mut last: Option<UpstreamError> = None;
         loop {
-            let i = match (
-                self.choose(&replicas, tracked.as_deref(), &tried, &out),
-                last,
-            ) {
-                (Ok(i), _) => i,
-                (Err(_), Some(e)) => return Err(e),
-                (Err(e), None) => return Err(e),
+            let i = match self.choose(&replicas, tracked.as_deref(), &tried, &out) {
+                Ok(i) => i,
+                Err(e) => return Err(last.unwrap_or(e)),
             };
             tried.push(i);
             let replica = &replicas[i];
@@ -63,63 +75,40 @@ impl Upstream {
             lease.hold(replica.slot(backend, backend.connect_timeout).await?);
             let again = replayable && tried.len() <= retries as usize;
             let req = request(replica, &mut out, again, own_host);
-            let exchange = replica.client().request(req);
-            let (sent, before_end) = match end.take() {
-                None => (
-                    tokio::time::timeout_at(deadline.into(), exchange).await,
-                    false,
-                ),
-                Some(end) => answer_after(end, limit, exchange).await,
-            };
-            let failure = match sent {
-                Err(_) => {
+            let (failure, early) = match self.attempt(replica, req, deadline, end.take()).await {
+                Attempt::TimedOut => {
                     self.failed(replica, UpstreamKind::Timeout, &replicas);
-                    return Err(self.timeout(limit));
+                    return Err(self.timeout(backend.request_timeout));
                 }
                 // An answer before the body's end: a request sent while the
-                // client's was read (`core::backend::early`), which the
+                // client's was read (`infer::backend::early`), which the
                 // caller drops and sends again. That one counts.
-                Ok(Ok(resp)) if before_end => return Ok(self.reply(resp, lease, obs)),
-                Ok(Ok(resp)) => {
+                Attempt::Answer { resp, early: true } => return Ok(self.reply(resp, lease, obs)),
+                Attempt::Answer { resp, .. } => {
                     let status = resp.status();
-                    if status.is_server_error() {
-                        self.failed(replica, UpstreamKind::ServerError, &replicas);
-                    } else {
-                        replica.health.succeeded(now_ms(), &backend.ejection);
-                    }
-                    if status.is_success() && tracked.is_none() {
-                        self.follow(out.model.as_deref(), &replicas);
-                    }
-                    // A followed model this replica says it does not know
-                    // (Triton: 404 once it is unloaded): check now rather
-                    // than at the next round. Stops by itself once the
-                    // check marks it, as the replica then gets none.
-                    if status == StatusCode::NOT_FOUND && tracked.is_some() {
-                        self.inner.wake.notify_one();
-                    }
-                    let unavailable = matches!(
-                        status,
-                        StatusCode::BAD_GATEWAY
-                            | StatusCode::SERVICE_UNAVAILABLE
-                            | StatusCode::GATEWAY_TIMEOUT
-                    );
-                    if again && unavailable && self.safe_to_repeat(&out) && self.retry(obs, &out) {
+                    self.answered(replica, status, tracked.as_deref(), &out, &replicas);
+                    if again
+                        && retry::on_status(status)
+                        && retry::repeatable(&out)
+                        && self.retry(obs, &out)
+                    {
                         last = None;
                         continue;
                     }
                     return Ok(self.reply(resp, lease, obs));
                 }
-                Ok(Err(e)) => classify(&e),
+                Attempt::Failed { failure, early } => (failure, early),
             };
             let kind = match failure {
                 Failure::Body(e) => return Err(e.into()),
                 _ => failure.kind().unwrap_or(UpstreamKind::Reset),
             };
-            if before_end {
+            let id = request_id(obs, &out.headers);
+            if early {
                 tracing::debug!(
                     backend = self.name(),
                     replica = replica.label,
-                    request_id = request_id(obs, &out.headers),
+                    request_id = id,
                     detail = failure.detail(),
                     "exchange failed before its body ended: the request goes again"
                 );
@@ -127,15 +116,7 @@ impl Upstream {
             }
             self.failed(replica, kind, &replicas);
             let others = replicas.len() > tried.len();
-            let safe = match &failure {
-                Failure::Connect { .. } => true,
-                // Not the same black hole again.
-                Failure::ConnectTimeout => others,
-                Failure::Closed { .. } => self.safe_to_repeat(&out),
-                _ => false,
-            };
-            let id = request_id(obs, &out.headers);
-            if again && safe && self.retry(obs, &out) {
+            if again && retry::after_failure(&failure, others, &out) && self.retry(obs, &out) {
                 tracing::debug!(
                     backend = self.name(),
                     replica = replica.label,
@@ -158,12 +139,68 @@ impl Upstream {
         }
     }
 
+    /// One attempt: `req` on `replica`, answered by `deadline` — or, for a
+    /// request sent while its body is still read (`end`), within the
+    /// request timeout from that body's end.
+    async fn attempt(
+        &self,
+        replica: &Replica,
+        req: Request<Body>,
+        deadline: Instant,
+        end: Option<tokio::sync::oneshot::Receiver<()>>,
+    ) -> Attempt {
+        let exchange = replica.client().request(req);
+        let (sent, early) = match end {
+            None => (
+                tokio::time::timeout_at(deadline.into(), exchange).await,
+                false,
+            ),
+            Some(end) => answer_after(end, self.backend.request_timeout, exchange).await,
+        };
+        match sent {
+            Err(_) => Attempt::TimedOut,
+            Ok(Ok(resp)) => Attempt::Answer { resp, early },
+            Ok(Err(e)) => Attempt::Failed {
+                failure: classify(&e),
+                early,
+            },
+        }
+    }
+
+    /// What an answer says about the replica: a 5xx counts against it,
+    /// anything else for it; a success starts checks of a model no check
+    /// follows yet; a 404 for a followed model has the checks look now.
+    fn answered(
+        &self,
+        replica: &Arc<Replica>,
+        status: StatusCode,
+        tracked: Option<&Followed>,
+        out: &Outgoing,
+        replicas: &[Arc<Replica>],
+    ) {
+        if status.is_server_error() {
+            self.failed(replica, UpstreamKind::ServerError, replicas);
+        } else {
+            replica.health.succeeded(now_ms(), &self.backend.ejection);
+        }
+        if status.is_success() && tracked.is_none() {
+            self.follow(out.model.as_deref(), replicas);
+        }
+        // A followed model this replica says it does not know (Triton:
+        // 404 once it is unloaded): check now rather than at the next
+        // round. Stops by itself once the check marks it, as the replica
+        // then gets none.
+        if status == StatusCode::NOT_FOUND && tracked.is_some() {
+            self.inner.wake.notify_one();
+        }
+    }
+
     /// The replica for the next attempt: an eligible one with the model
     /// ready, not tried yet if there is one.
     fn choose(
         &self,
         replicas: &[Arc<Replica>],
-        tracked: Option<&Tracked>,
+        tracked: Option<&Followed>,
         tried: &[usize],
         out: &Outgoing,
     ) -> Result<usize, UpstreamError> {
@@ -194,13 +231,6 @@ impl Upstream {
                 retry_after,
             }),
         }
-    }
-
-    /// Whether the request may be sent again although a replica may have
-    /// read it.
-    fn safe_to_repeat(&self, out: &Outgoing) -> bool {
-        use http::Method;
-        out.idempotent || matches!(out.method, Method::GET | Method::HEAD | Method::OPTIONS)
     }
 
     /// Takes a retry from the budget; counts the outcome.

@@ -8,7 +8,7 @@ use bytes::{Bytes, BytesMut};
 use decthings_api::tensor::OwnedDecthingsTensor;
 use half::{bf16, f16};
 use proptest::prelude::*;
-use tensorgate::codec::decthings::{self, Layout, Limits};
+use tensorgate::codec::decthings::{self, DecodeLimits, Layout};
 use tensorgate::tensor::{
     BytesElements, DataType, DecthingsType, Semantic, Shape, Tensor, bytes_layout,
 };
@@ -269,7 +269,7 @@ proptest! {
     fn tensorgate_decodes_what_the_client_encodes(t in any_tensor()) {
         let owned = OwnedDecthingsTensor::from_bytes(encoded(&t)).unwrap();
         let wire = Bytes::from(owned.tensor().serialize());
-        let (back, used) = decthings::decode(&wire, Layout::Current, &Limits::default())
+        let (back, used) = decthings::decode(&wire, Layout::Current, &DecodeLimits::default())
             .unwrap()
             .expect("whole tensor");
         prop_assert_eq!(used, wire.len());

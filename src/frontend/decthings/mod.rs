@@ -74,7 +74,7 @@ impl Frontend for Evaluate {
             .ok_or_else(|| RouteError::NoRoute {
                 model: parsed.model_id.clone(),
             })?;
-        let x = services.bind(route, &model, &head, obs)?;
+        let exchange = services.bind(route, &model, &head, obs)?;
         // Counted under the route, now that it is known.
         drop(body);
         request::check_size(route, &parsed.params, bytes.len() as u64)?;
@@ -84,13 +84,18 @@ impl Frontend for Evaluate {
         };
         let inputs = request::to_inputs(route, parsed.params)?;
         let infer = InferRequest::new(model.clone(), inputs);
-        let prepared = backend::prepare(x, infer, started).await?;
+        let prepared = backend::prepare(exchange, infer, started).await?;
         let sent_at = Instant::now();
-        let reply = match prepared.send(x, trace_headers(&head.headers)).await? {
-            Sent::Failed(resp) => return Err(backend::refusal(x, &model, resp).await.into()),
+        let reply = match prepared
+            .send(exchange, trace_headers(&head.headers))
+            .await?
+        {
+            Sent::Failed(resp) => {
+                return Err(backend::refusal(exchange, &model, resp).await.into());
+            }
             Sent::Reply(reply) => reply,
         };
-        let head = reply.head(x).await?;
+        let head = reply.head(exchange).await?;
         if stream::streamable(route, &head.doc) {
             // Every output's size is in the header: the reply streams as the
             // backend's bytes arrive (evaluate is the time to the backend's
@@ -108,7 +113,7 @@ impl Frontend for Evaluate {
                 .insert(header::CONTENT_LENGTH, HeaderValue::from(len));
             return Ok(resp);
         }
-        let (_, reply) = head.collect(x).await?;
+        let (_, reply) = head.collect(exchange).await?;
         let evaluate = sent_at.elapsed();
         let converting = Instant::now();
         obs.elements(Direction::Response, reply.element_count());

@@ -17,7 +17,7 @@ use serde_json::{Map, Value};
 use super::error::RequestError;
 use super::error::{DecthingsError, InputProblem};
 use crate::codec::decthings::rpc;
-use crate::codec::decthings::{self, Layout, Limits};
+use crate::codec::decthings::{self, DecodeLimits, Layout};
 use crate::codec::v2::{EntryData, TensorEntry};
 use crate::config::{MultipleTensors, Route};
 use crate::error::Error;
@@ -145,7 +145,7 @@ pub fn to_inputs(
             }
             Param::Tensors { name, blob } => (name, blob),
         };
-        let limits = Limits {
+        let limits = DecodeLimits {
             max_tensor_bytes: route.limits.max_body_bytes,
         };
         let tensors = decthings::decode_all(&blob, Layout::Current, &limits).map_err(|source| {

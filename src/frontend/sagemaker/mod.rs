@@ -83,7 +83,7 @@ impl Frontend for Invoke {
     }
 
     async fn serve(&self, call: Call<'_>) -> Result<Response<Body>, Error> {
-        let Target::Bound { x, model } = call.target else {
+        let Target::Bound { exchange, model } = call.target else {
             return Err(RouteError::Internal {
                 what: "a SageMaker invocation came without its route".into(),
             }
@@ -91,13 +91,13 @@ impl Frontend for Invoke {
         };
         let (head, obs) = (call.head, call.obs);
         let body = call.body.into_read()?;
-        let route = x.route;
+        let route = exchange.route;
         let content_type = header_str(&head.headers, header::CONTENT_TYPE).unwrap_or("");
         let format = sagemaker::request_format(content_type).map_err(SageMakerError::from)?;
         let reply_type = sagemaker::negotiate_accept(header_str(&head.headers, header::ACCEPT))
             .map_err(SageMakerError::from)?;
         let model = ModelRef::new(model);
-        let input = target::input(x, &model).await?;
+        let input = target::input(exchange, &model).await?;
         let limits = &route.limits;
         let mut decode = DecodeConfig::new(input.dtype);
         decode.features = input.features;
@@ -110,10 +110,10 @@ impl Frontend for Invoke {
                 source,
             })?;
         let job = Job {
-            route: x.route.clone(),
-            upstream: x.upstream.clone(),
-            metadata: x.metadata.clone(),
-            shadow: x.shadow.cloned(),
+            route: exchange.route.clone(),
+            upstream: exchange.upstream.clone(),
+            metadata: exchange.metadata.clone(),
+            shadow: exchange.shadow.cloned(),
             obs: obs.clone(),
             model,
             input,
@@ -188,7 +188,7 @@ impl Frontend for Ping {
     }
 
     async fn serve(&self, call: Call<'_>) -> Result<Response<Body>, Error> {
-        let Target::Bound { x, .. } = call.target else {
+        let Target::Bound { exchange, .. } = call.target else {
             return Err(RouteError::Internal {
                 what: "a ping came without its route".into(),
             }
@@ -196,7 +196,7 @@ impl Frontend for Ping {
         };
         let req = Outgoing::get("/v2/health/ready");
         let ready = matches!(
-            tokio::time::timeout(PING_TIMEOUT, x.upstream.send(req, Some(call.obs.watch()))).await,
+            tokio::time::timeout(PING_TIMEOUT, exchange.upstream.send(req, Some(call.obs.watch()))).await,
             Ok(Ok(resp)) if resp.status().is_success()
         );
         let mut resp = Response::new(empty());

@@ -56,7 +56,7 @@ impl Job {
     }
 }
 
-type Pending = JoinHandle<Result<(usize, InferReply), Error>>;
+type InFlight = JoinHandle<Result<(usize, InferReply), Error>>;
 
 /// One invocation's batches, driven chunk by chunk.
 #[derive(Debug)]
@@ -65,7 +65,7 @@ pub struct Pipeline {
     body: ClientBody,
     decoder: RequestDecoder,
     writer: ReplyWriter,
-    in_flight: VecDeque<Pending>,
+    in_flight: VecDeque<InFlight>,
     max_in_flight: usize,
     /// The client's body has ended.
     ended: bool,
@@ -170,7 +170,7 @@ async fn run_batch(job: &Job, batch: Batch) -> Result<(usize, InferReply), Error
     // A batch's records were decoded as the body arrived: what is timed
     // as its translation is building the backend request from them.
     let started = Instant::now();
-    let x = job.exchange();
+    let exchange = job.exchange();
     let records = batch.records;
     let entry = TensorEntry {
         name: job.input.name.clone(),
@@ -186,12 +186,12 @@ async fn run_batch(job: &Job, batch: Batch) -> Result<(usize, InferReply), Error
         job.model.clone(),
         vec![(entry, TensorData::Pieces(vec![batch.data]))],
     );
-    check_request(x.route, &req.header)?;
-    let prepared = backend::prepare(x, req, started).await?;
-    match prepared.send(x, job.headers.clone()).await? {
-        Sent::Failed(resp) => Err(backend::refusal(x, &job.model, resp).await.into()),
+    check_request(exchange.route, &req.header)?;
+    let prepared = backend::prepare(exchange, req, started).await?;
+    match prepared.send(exchange, job.headers.clone()).await? {
+        Sent::Failed(resp) => Err(backend::refusal(exchange, &job.model, resp).await.into()),
         Sent::Reply(reply) => {
-            let (_, reply) = reply.head(x).await?.collect(x).await?;
+            let (_, reply) = reply.head(exchange).await?.collect(exchange).await?;
             Ok((records, reply))
         }
     }

@@ -87,14 +87,14 @@ pub struct InputSpec {
 }
 
 /// Finds the input: configured, else from the backend's metadata.
-pub async fn input(x: Exchange<'_>, model: &ModelRef) -> Result<InputSpec, Error> {
-    let sm: &SageMakerRoute = &x.route.sagemaker;
+pub async fn input(exchange: Exchange<'_>, model: &ModelRef) -> Result<InputSpec, Error> {
+    let sm: &SageMakerRoute = &exchange.route.sagemaker;
     let (name, dtype) = match (&sm.input, sm.datatype) {
         (Some(name), Some(dtype)) => (name.clone(), dtype),
         (configured, dtype) => {
-            let meta = x
+            let meta = exchange
                 .metadata
-                .get(x.upstream, model)
+                .get(exchange.upstream, model)
                 .await
                 .map_err(|e| -> Error {
                     match e {
@@ -104,7 +104,7 @@ pub async fn input(x: Exchange<'_>, model: &ModelRef) -> Result<InputSpec, Error
                         }
                         .into(),
                         MetadataError::Upstream(u) => u.into(),
-                        other => input_error(x, model, other.to_string()).into(),
+                        other => input_error(exchange, model, other.to_string()).into(),
                     }
                 })?;
             let spec = match configured {
@@ -114,7 +114,7 @@ pub async fn input(x: Exchange<'_>, model: &ModelRef) -> Result<InputSpec, Error
                     .find(|i| &i.name == name)
                     .ok_or_else(|| {
                         Error::from(input_error(
-                            x,
+                            exchange,
                             model,
                             format!("the model has no input \"{name}\""),
                         ))
@@ -126,7 +126,7 @@ pub async fn input(x: Exchange<'_>, model: &ModelRef) -> Result<InputSpec, Error
                             "the model has {} inputs, records fill exactly one",
                             inputs.len()
                         );
-                        return Err(input_error(x, model, why).into());
+                        return Err(input_error(exchange, model, why).into());
                     }
                 },
             };
@@ -135,9 +135,9 @@ pub async fn input(x: Exchange<'_>, model: &ModelRef) -> Result<InputSpec, Error
     };
     if !SageMakerRoute::DATATYPES.contains(&dtype) {
         let why = format!("its input \"{name}\" is {dtype}, and records are numbers");
-        return Err(input_error(x, model, why).into());
+        return Err(input_error(exchange, model, why).into());
     }
-    let features = x
+    let features = exchange
         .route
         .rules
         .inputs
@@ -154,10 +154,10 @@ pub async fn input(x: Exchange<'_>, model: &ModelRef) -> Result<InputSpec, Error
     })
 }
 
-fn input_error(x: Exchange<'_>, model: &ModelRef, why: String) -> SageMakerError {
+fn input_error(exchange: Exchange<'_>, model: &ModelRef, why: String) -> SageMakerError {
     SageMakerError::Input {
         model: model.name.clone(),
-        route: x.route.name.clone(),
+        route: exchange.route.name.clone(),
         why,
     }
 }

@@ -57,12 +57,12 @@ impl Frontend for Infer {
     }
 
     async fn serve(&self, call: Call<'_>) -> Result<Response<Body>, Error> {
-        let Target::Bound { x, .. } = call.target else {
+        let Target::Bound { exchange, .. } = call.target else {
             return Err(unbound().into());
         };
         let Call { head, body, .. } = call;
         let mut body = body.into_read()?;
-        let route = x.route;
+        let route = exchange.route;
         let framing = ClientFraming::of(route, &head.headers)?;
         let headers = forwarded_headers(&head.headers);
         let coding = negotiate(&head.headers);
@@ -71,7 +71,7 @@ impl Frontend for Infer {
         let (header, data, label, early) = match framing {
             ClientFraming::Json => {
                 let start = EarlyStart {
-                    x,
+                    exchange,
                     model: &model,
                     headers: &headers,
                 };
@@ -92,14 +92,14 @@ impl Frontend for Infer {
                         route: route.name.clone(),
                         violation,
                     })?;
-                raw_input::check(x, &model, raw.len() as u64).await?;
-                let sent = backend::send_raw(x, &model, raw, headers).await?;
+                raw_input::check(exchange, &model, raw.len() as u64).await?;
+                let sent = backend::send_raw(exchange, &model, raw, headers).await?;
                 let wanted = Wanted {
                     outputs: OutputSelection::all_binary(),
                     coding,
                     label: None,
                 };
-                return reply::render(x, sent, &wanted).await;
+                return reply::render(exchange, sent, &wanted).await;
             }
         };
         drop(body);
@@ -111,14 +111,14 @@ impl Frontend for Infer {
             data,
         };
         let charged = early.as_ref().map_or(0, EarlySend::charged);
-        let prepared = backend::prepare_charged(x, req, started, charged).await?;
-        let sent = prepared.send_after(x, headers, early).await?;
+        let prepared = backend::prepare_charged(exchange, req, started, charged).await?;
+        let sent = prepared.send_after(exchange, headers, early).await?;
         let wanted = Wanted {
             outputs,
             coding,
             label: Some(label),
         };
-        reply::render(x, sent, &wanted).await
+        reply::render(exchange, sent, &wanted).await
     }
 
     fn render(&self, e: &Error, _obs: &Observation) -> Response<Body> {

@@ -67,13 +67,13 @@ impl Frontend for Passthrough {
     }
 
     async fn serve(&self, call: Call<'_>) -> Result<Response<Body>, Error> {
-        let Target::Bound { x, model } = call.target else {
+        let Target::Bound { exchange, model } = call.target else {
             return Err(RouteError::Internal {
                 what: "a passthrough request came without its route".into(),
             }
             .into());
         };
-        let (upstream, obs) = (x.upstream, x.obs);
+        let (upstream, obs) = (exchange.upstream, exchange.obs);
         let mut parts = call.head;
         let coding = request_coding(&parts.headers).unwrap_or(Coding::Identity);
         strip_hop_by_hop(&mut parts.headers);
@@ -102,8 +102,8 @@ impl Frontend for Passthrough {
             // route's limit, and which coding.
             Err(UpstreamError::RequestBody(BodyError::TooLarge { .. })) => {
                 return Err(BodyError::TooLarge {
-                    route: x.route.name.clone(),
-                    limit: x.route.limits.max_body_bytes,
+                    route: exchange.route.name.clone(),
+                    limit: exchange.route.limits.max_body_bytes,
                 }
                 .into());
             }

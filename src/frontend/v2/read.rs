@@ -105,7 +105,7 @@ fn bad_framing(route: &Route) -> impl Fn(FramingError) -> V2Error + '_ {
 /// What a backend request may be started from while a JSON request is
 /// read (see [`EarlySend`]).
 pub struct EarlyStart<'a, 'b> {
-    pub x: Exchange<'a>,
+    pub exchange: Exchange<'a>,
     pub model: &'b ModelRef,
     pub headers: &'b HeaderMap,
 }
@@ -145,7 +145,7 @@ pub async fn read_json<'a>(
             && let Some(s) = start.as_ref()
         {
             tried = Some(tensor);
-            match EarlySend::start(s.x, s.model, s.headers, &parser)? {
+            match EarlySend::start(s.exchange, s.model, s.headers, &parser)? {
                 Attempt::Started(e) => (early, start) = (Some(e), None),
                 Attempt::NotYet => {}
                 Attempt::Never => start = None,

@@ -45,7 +45,11 @@ pub struct Wanted {
     pub label: Option<BinaryLabel>,
 }
 
-pub async fn render(x: Exchange<'_>, sent: Sent, wanted: &Wanted) -> Result<Response<Body>, Error> {
+pub async fn render(
+    exchange: Exchange<'_>,
+    sent: Sent,
+    wanted: &Wanted,
+) -> Result<Response<Body>, Error> {
     let reply = match sent {
         Sent::Failed(resp) => {
             let (mut parts, body) = resp.into_parts();
@@ -59,14 +63,14 @@ pub async fn render(x: Exchange<'_>, sent: Sent, wanted: &Wanted) -> Result<Resp
     };
     if reply.framing == ReplyFraming::Json
         && !wanted.outputs.any_binary()
-        && x.route.backend_format == WireFormat::Json
-        && x.route.rules.outputs.is_empty()
+        && exchange.route.backend_format == WireFormat::Json
+        && exchange.route.rules.outputs.is_empty()
     {
         // JSON in, JSON wanted, no output rules to check: stream it through.
         return Ok(passthrough(*reply, wanted.coding));
     }
     let binary_framing = matches!(reply.framing, ReplyFraming::Binary { .. });
-    let head = reply.head(x).await?;
+    let head = reply.head(exchange).await?;
     let doc = &head.doc;
     let wants: Vec<bool> = doc
         .tensors
@@ -92,7 +96,9 @@ pub async fn render(x: Exchange<'_>, sent: Sent, wanted: &Wanted) -> Result<Resp
     if binary_framing && all_binary_already && label == BinaryLabel::Ihcl {
         return Ok(passthrough_binary(head, wanted.coding));
     }
-    x.obs.elements(Direction::Response, doc.element_count());
+    exchange
+        .obs
+        .elements(Direction::Response, doc.element_count());
     let no_binary = !wants.iter().any(|&w| w);
     let needs_check = doc
         .tensors
@@ -102,10 +108,10 @@ pub async fn render(x: Exchange<'_>, sent: Sent, wanted: &Wanted) -> Result<Resp
         .binary_total()
         .is_some_and(|total| total <= WHOLE_REPLY_BYTES);
     if binary_framing && no_binary && !needs_check && !small {
-        return Ok(stream_json(x, head, wanted.coding));
+        return Ok(stream_json(exchange, head, wanted.coding));
     }
-    let (parts, reply) = head.collect(x).await?;
-    assemble(x, parts, reply, wants, label, wanted.coding).await
+    let (parts, reply) = head.collect(exchange).await?;
+    assemble(exchange, parts, reply, wants, label, wanted.coding).await
 }
 
 /// An all-JSON reply whose binary outputs add up to at most this many bytes
@@ -173,7 +179,7 @@ fn set_encoding(headers: &mut HeaderMap, coding: Coding) {
 }
 
 /// A streamed all-JSON reply (chunked).
-fn stream_json(x: Exchange<'_>, head: ReplyHead, coding: Coding) -> Response<Body> {
+fn stream_json(exchange: Exchange<'_>, head: ReplyHead, coding: Coding) -> Response<Body> {
     let ReplyHead {
         mut parts,
         doc,
@@ -187,7 +193,8 @@ fn stream_json(x: Exchange<'_>, head: ReplyHead, coding: Coding) -> Response<Bod
         header::CONTENT_TYPE,
         HeaderValue::from_static("application/json"),
     );
-    let body = JsonReplyBody::new(stream.into_inner(), doc, after, x.obs.clone()).boxed_unsync();
+    let body =
+        JsonReplyBody::new(stream.into_inner(), doc, after, exchange.obs.clone()).boxed_unsync();
     compressed(parts, body, coding)
 }
 
@@ -195,7 +202,7 @@ fn stream_json(x: Exchange<'_>, head: ReplyHead, coding: Coding) -> Response<Bod
 /// the header. A large reply is written (and compressed) on a blocking
 /// thread.
 async fn assemble(
-    x: Exchange<'_>,
+    exchange: Exchange<'_>,
     mut parts: http::response::Parts,
     reply: InferReply,
     wants: Vec<bool>,
@@ -203,13 +210,13 @@ async fn assemble(
     coding: Coding,
 ) -> Result<Response<Body>, Error> {
     let size: u64 = reply.data.iter().map(TensorData::len).sum();
-    let route = x.route.name.clone();
+    let route = exchange.route.name.clone();
     let written = if size >= OFF_THREAD_BYTES {
         off_thread(move || write_reply(&route, &reply, &wants, coding)).await?
     } else {
         write_reply(&route, &reply, &wants, coding)?
     };
-    x.obs.translation(Direction::Response, written.took);
+    exchange.obs.translation(Direction::Response, written.took);
 
     strip_hop_by_hop(&mut parts.headers);
     strip_body_headers(&mut parts.headers);

@@ -59,7 +59,7 @@ type Exchanging<'a> =
 
 /// A backend request on its way while the client's is read.
 pub struct EarlySend<'a> {
-    x: Exchange<'a>,
+    exchange: Exchange<'a>,
     /// The guessed JSON header.
     header: Bytes,
     /// The body's length under that guess.
@@ -77,7 +77,7 @@ pub struct EarlySend<'a> {
     tx: Option<mpsc::UnboundedSender<Result<Bytes, BoxError>>>,
     end: Option<oneshot::Sender<()>>,
     /// `None` once the exchange ended before the body did.
-    exchange: Option<Exchanging<'a>>,
+    in_flight: Option<Exchanging<'a>>,
 }
 
 /// What [`EarlySend::start`] made of a request read so far.
@@ -100,12 +100,12 @@ impl<'a> EarlySend<'a> {
     /// [`EARLY_MIN_BYTES`] of data. The guessed request's elements are
     /// charged to the caller's limits first (an error if that refuses).
     pub fn start(
-        x: Exchange<'a>,
+        exchange: Exchange<'a>,
         model: &ModelRef,
         headers: &HeaderMap,
         parser: &DocParser,
     ) -> Result<Attempt<'a>, InferError> {
-        if x.route.backend_format != WireFormat::Binary || x.shadow.is_some() {
+        if exchange.route.backend_format != WireFormat::Binary || exchange.shadow.is_some() {
             return Ok(Attempt::Never);
         }
         let (Some(doc), Some((tensor, converted))) = (parser.provisional(), parser.converted())
@@ -122,7 +122,7 @@ impl<'a> EarlySend<'a> {
         if data_len < EARLY_MIN_BYTES || tensor + 1 != doc.tensors.len() {
             return Ok(Attempt::NotYet);
         }
-        if !x.upstream.early_allowed() {
+        if !exchange.upstream.early_allowed() {
             return Ok(Attempt::Never);
         }
         // The tensors before this one, whole (their data inline).
@@ -140,7 +140,7 @@ impl<'a> EarlySend<'a> {
         let Some(header) = request::provisional_header(doc) else {
             return Ok(Attempt::Never);
         };
-        x.obs.charge_elements(elements)?;
+        exchange.obs.charge_elements(elements)?;
         let header = Bytes::from(header);
         let total = header.len() as u64 + data_len;
         let (tx, body) = SizedChannelBody::new(total);
@@ -151,24 +151,26 @@ impl<'a> EarlySend<'a> {
             content_type: "application/octet-stream",
         };
         let out = outgoing(
-            x,
+            exchange,
             model,
             head,
             OutBody::Early(body.boxed_unsync(), Some(ended)),
             headers.clone(),
         );
         let mut early = EarlySend {
-            x,
+            exchange,
             header: header.clone(),
             total,
             sent: 0,
             tensor,
             tensor_sent: 0,
             charged: elements,
-            until: Instant::now() + x.upstream.backend.request_timeout,
+            until: Instant::now() + exchange.upstream.backend.request_timeout,
             tx: Some(tx),
             end: Some(end),
-            exchange: Some(Box::pin(x.upstream.send(out, Some(x.obs.watch())))),
+            in_flight: Some(Box::pin(
+                exchange.upstream.send(out, Some(exchange.obs.watch())),
+            )),
         };
         for piece in std::iter::once(header).chain(before) {
             early.hand_over(piece);
@@ -199,7 +201,7 @@ impl<'a> EarlySend<'a> {
         let room = self.total.saturating_sub(self.sent + 1);
         let new = converted.len().saturating_sub(self.tensor_sent);
         let n = new.min(usize::try_from(room).unwrap_or(usize::MAX));
-        if n < EARLY_PIECE || self.exchange.is_none() {
+        if n < EARLY_PIECE || self.in_flight.is_none() {
             return;
         }
         let from = self.tensor_sent;
@@ -223,7 +225,7 @@ impl<'a> EarlySend<'a> {
     /// the backend's request timeout of starting, gets its backend request
     /// abandoned: a slow client must not hold a backend connection.
     pub async fn drive<T>(&mut self, f: impl Future<Output = T>) -> T {
-        let Some(exchange) = self.exchange.as_mut() else {
+        let Some(exchange) = self.in_flight.as_mut() else {
             return f.await;
         };
         let left = self.until.saturating_duration_since(Instant::now());
@@ -240,13 +242,13 @@ impl<'a> EarlySend<'a> {
             Some(ended) => {
                 let status = ended.as_ref().map(|r| r.status().as_u16()).ok();
                 tracing::debug!(
-                    request_id = ?self.x.obs.request_id(),
+                    request_id = ?self.exchange.obs.request_id(),
                     ?status,
                     "early backend request ended before its body"
                 );
             }
             None => tracing::debug!(
-                request_id = ?self.x.obs.request_id(),
+                request_id = ?self.exchange.obs.request_id(),
                 "early backend request abandoned: the client is slow"
             ),
         }
@@ -259,7 +261,7 @@ impl<'a> EarlySend<'a> {
         if let Some(tx) = self.tx.take() {
             let _ = tx.send(Err("the request was not sent as guessed".into()));
         }
-        self.exchange = None;
+        self.in_flight = None;
     }
 
     /// With the request read whole and built as `body`: when the guess
@@ -270,15 +272,15 @@ impl<'a> EarlySend<'a> {
         let holds = body.header_len == Some(self.header.len() as u64)
             && body.chunks.first() == Some(&self.header)
             && body.len() == self.total;
-        self.x.upstream.early_outcome(holds);
+        self.exchange.upstream.early_outcome(holds);
         if !holds {
             tracing::debug!(
-                request_id = ?self.x.obs.request_id(),
+                request_id = ?self.exchange.obs.request_id(),
                 "early backend request aborted: the request's header is not the one guessed"
             );
             return None;
         }
-        let exchange = self.exchange.take()?;
+        let exchange = self.in_flight.take()?;
         let mut skip = self.sent;
         for chunk in &body.chunks {
             let n = chunk.len() as u64;
@@ -294,10 +296,10 @@ impl<'a> EarlySend<'a> {
         if let Some(end) = self.end.take() {
             let _ = end.send(());
         }
-        self.x.obs.backend_out(self.total);
+        self.exchange.obs.backend_out(self.total);
         let sent = Instant::now();
         let resp = exchange.await;
-        Some(received(self.x, resp, sent))
+        Some(received(self.exchange, resp, sent))
     }
 }
 
@@ -307,7 +309,7 @@ impl std::fmt::Debug for EarlySend<'_> {
             .field("total", &self.total)
             .field("sent", &self.sent)
             .field("tensor", &self.tensor)
-            .field("exchanging", &self.exchange.is_some())
+            .field("exchanging", &self.in_flight.is_some())
             .finish_non_exhaustive()
     }
 }

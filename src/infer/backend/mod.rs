@@ -15,7 +15,7 @@ use http::header::{self, HeaderValue};
 use http::{HeaderMap, Response};
 
 pub use early::{Attempt, EarlySend};
-pub use reply::{BackendReply, ReplyError, ReplyFraming, ReplyHead, ReplyStream};
+pub use reply::{BackendReply, MalformedReply, ReplyFraming, ReplyHead, ReplyStream};
 pub use request::RequestBody;
 
 use super::InferError;
@@ -54,46 +54,54 @@ pub struct Prepared {
 /// frontend began) recorded. Writing a large request as JSON (for a JSON
 /// backend) happens on a blocking thread.
 pub async fn prepare(
-    x: Exchange<'_>,
+    exchange: Exchange<'_>,
     req: InferRequest,
     started: Instant,
 ) -> Result<Prepared, InferError> {
-    prepare_charged(x, req, started, 0).await
+    prepare_charged(exchange, req, started, 0).await
 }
 
 /// [`prepare`] for a request of which `charged` elements were charged
 /// already (by an [`EarlySend`] that did not go through).
 pub async fn prepare_charged(
-    x: Exchange<'_>,
+    exchange: Exchange<'_>,
     req: InferRequest,
     started: Instant,
     charged: u64,
 ) -> Result<Prepared, InferError> {
     let elements = req.element_count();
-    x.obs.elements(Direction::Request, elements);
-    x.obs.charge_elements(elements.saturating_sub(charged))?;
+    exchange.obs.elements(Direction::Request, elements);
+    exchange
+        .obs
+        .charge_elements(elements.saturating_sub(charged))?;
     let InferRequest {
         model,
         header,
         data,
     } = req;
-    let format = x.route.backend_format;
+    let format = exchange.route.backend_format;
     let size: u64 = data.iter().map(super::TensorData::len).sum();
     let body = if format == WireFormat::Json && size >= OFF_THREAD_BYTES {
-        let route = x.route.name.clone();
+        let route = exchange.route.name.clone();
         off_thread(move || request::build(&route, header, data, format)).await?
     } else {
-        request::build(&x.route.name, header, data, format)?
+        request::build(&exchange.route.name, header, data, format)?
     };
-    x.obs.translation(Direction::Request, started.elapsed());
+    exchange
+        .obs
+        .translation(Direction::Request, started.elapsed());
     Ok(Prepared { model, body })
 }
 
 impl Prepared {
     /// Sends it. `headers` are the headers the frontend forwards (request
     /// id, tracing, ...); body and hop-by-hop headers are set here.
-    pub async fn send(self, x: Exchange<'_>, headers: HeaderMap) -> Result<Sent, InferError> {
-        send_body(x, &self.model, self.body, headers).await
+    pub async fn send(
+        self,
+        exchange: Exchange<'_>,
+        headers: HeaderMap,
+    ) -> Result<Sent, InferError> {
+        send_body(exchange, &self.model, self.body, headers).await
     }
 
     /// Sends it, unless `early` (started while the client's request was
@@ -101,7 +109,7 @@ impl Prepared {
     /// and its answer is this one's.
     pub async fn send_after(
         self,
-        x: Exchange<'_>,
+        exchange: Exchange<'_>,
         headers: HeaderMap,
         early: Option<EarlySend<'_>>,
     ) -> Result<Sent, InferError> {
@@ -110,13 +118,13 @@ impl Prepared {
         {
             return sent;
         }
-        self.send(x, headers).await
+        self.send(exchange, headers).await
     }
 }
 
 /// Sends a body already in the backend's format (a raw binary request).
 pub async fn send_raw(
-    x: Exchange<'_>,
+    exchange: Exchange<'_>,
     model: &ModelRef,
     raw: Bytes,
     headers: HeaderMap,
@@ -126,7 +134,7 @@ pub async fn send_raw(
         header_len: Some(0),
         content_type: "application/octet-stream",
     };
-    send_body(x, model, body, headers).await
+    send_body(exchange, model, body, headers).await
 }
 
 /// Most bytes of a refusal's body read for its message.
@@ -136,16 +144,20 @@ const MAX_REFUSAL_BYTES: usize = 64 << 10;
 /// backend's own reply on: 404 is an unknown model (or version), anything
 /// else the backend refusing the request, with its `{"error"}` message (or
 /// its text).
-pub async fn refusal(x: Exchange<'_>, model: &ModelRef, resp: Response<BackendBody>) -> InferError {
+pub async fn refusal(
+    exchange: Exchange<'_>,
+    model: &ModelRef,
+    resp: Response<BackendBody>,
+) -> InferError {
     let (parts, body) = resp.into_parts();
-    let backend = x.upstream.name().to_owned();
+    let backend = exchange.upstream.name().to_owned();
     if parts.status == http::StatusCode::NOT_FOUND {
         return InferError::UnknownModel {
             backend,
             model: model.clone(),
         };
     }
-    let limit = x.upstream.backend.request_timeout;
+    let limit = exchange.upstream.backend.request_timeout;
     let read = tokio::time::timeout(
         limit,
         http_body_util::BodyExt::collect(http_body_util::Limited::new(body, MAX_REFUSAL_BYTES)),
@@ -167,7 +179,7 @@ pub async fn refusal(x: Exchange<'_>, model: &ModelRef, resp: Response<BackendBo
 }
 
 async fn send_body(
-    x: Exchange<'_>,
+    exchange: Exchange<'_>,
     model: &ModelRef,
     body: RequestBody,
     headers: HeaderMap,
@@ -178,16 +190,19 @@ async fn send_body(
         header_len: body.header_len,
         content_type: body.content_type,
     };
-    let out = outgoing(x, model, head, OutBody::Chunks(body.chunks), headers);
-    x.obs.backend_out(len);
+    let out = outgoing(exchange, model, head, OutBody::Chunks(body.chunks), headers);
+    exchange.obs.backend_out(len);
     let sent = Instant::now();
     // The shadow's copy goes once the real request has its answer.
-    let copy = x.shadow.and_then(|m| m.copy(&out));
-    let resp = x.upstream.send(out, Some(x.obs.watch())).await;
+    let copy = exchange.shadow.and_then(|m| m.copy(&out));
+    let resp = exchange
+        .upstream
+        .send(out, Some(exchange.obs.watch()))
+        .await;
     if let Some(copy) = copy {
         copy.start();
     }
-    received(x, resp, sent)
+    received(exchange, resp, sent)
 }
 
 /// How a backend request's body is described in its headers.
@@ -200,7 +215,7 @@ struct BodyHead {
 /// The backend request for `model`'s infer endpoint. `headers` are the
 /// ones the frontend forwards; body headers are set here.
 fn outgoing(
-    x: Exchange<'_>,
+    exchange: Exchange<'_>,
     model: &ModelRef,
     head: BodyHead,
     body: OutBody,
@@ -222,24 +237,24 @@ fn outgoing(
         headers,
         body,
         model: Some(model.name.clone()),
-        idempotent: x.route.retry_infer,
+        idempotent: exchange.route.retry_infer,
     }
 }
 
 /// The backend's answer to a request whose last byte went at `sent`.
 fn received(
-    x: Exchange<'_>,
+    exchange: Exchange<'_>,
     resp: Result<Response<UpstreamBody>, UpstreamError>,
     sent: Instant,
 ) -> Result<Sent, InferError> {
     let resp = resp?;
-    x.obs.upstream_first_byte(sent.elapsed());
+    exchange.obs.upstream_first_byte(sent.elapsed());
     let (parts, body) = resp.into_parts();
-    let body = x.obs.backend_body(body, sent);
+    let body = exchange.obs.backend_body(body, sent);
     if !parts.status.is_success() {
-        x.obs.backend_status(parts.status);
+        exchange.obs.backend_status(parts.status);
         return Ok(Sent::Failed(Response::from_parts(parts, body)));
     }
-    let deadline = sent + x.upstream.backend.request_timeout;
-    BackendReply::new(x, parts, body, deadline).map(|r| Sent::Reply(Box::new(r)))
+    let deadline = sent + exchange.upstream.backend.request_timeout;
+    BackendReply::new(exchange, parts, body, deadline).map(|r| Sent::Reply(Box::new(r)))
 }

@@ -25,7 +25,7 @@ use crate::upstream::Upstream;
 
 /// What was wrong with a backend's reply.
 #[derive(Debug, thiserror::Error)]
-pub enum ReplyError {
+pub enum MalformedReply {
     /// The HTTP exchange itself was malformed (the HTTP parser's words).
     #[error("{detail}")]
     Http { detail: String },
@@ -147,12 +147,12 @@ fn response_limits() -> DocLimits {
 
 impl BackendReply {
     pub(super) fn new(
-        x: Exchange<'_>,
+        exchange: Exchange<'_>,
         parts: http::response::Parts,
         body: BackendBody,
         deadline: Instant,
     ) -> Result<BackendReply, InferError> {
-        let bad = |e: FramingError| bad_response(x, ReplyError::Framing(e));
+        let bad = |e: FramingError| bad_response(exchange, MalformedReply::Framing(e));
         let framing = if let Some(v) = parts.headers.get(IHCL_HEADER) {
             ReplyFraming::Binary {
                 header_len: framing::parse_ihcl(v.as_bytes()).map_err(bad)?,
@@ -174,7 +174,7 @@ impl BackendReply {
             framing,
             body: ReplyStream {
                 inner: body,
-                upstream: x.upstream.clone(),
+                upstream: exchange.upstream.clone(),
                 deadline,
             },
         })
@@ -187,18 +187,24 @@ impl BackendReply {
 
     /// Reads and parses the JSON header (a JSON reply is read whole) and
     /// checks every output's head against the route's output rules.
-    pub async fn head(self, x: Exchange<'_>) -> Result<ReplyHead, InferError> {
+    pub async fn head(self, exchange: Exchange<'_>) -> Result<ReplyHead, InferError> {
         let BackendReply {
             parts,
             framing,
             mut body,
         } = self;
         let (doc, raw, after) = match framing {
-            ReplyFraming::Binary { header_len } => read_header(x, &mut body, header_len).await?,
+            ReplyFraming::Binary { header_len } => {
+                read_header(exchange, &mut body, header_len).await?
+            }
             ReplyFraming::Json => {
-                let limits = &x.route.limits;
+                let limits = &exchange.route.limits;
                 let all = body
-                    .collect(Bytes::new(), limits.max_response_bytes, &x.route.name)
+                    .collect(
+                        Bytes::new(),
+                        limits.max_response_bytes,
+                        &exchange.route.name,
+                    )
                     .await?;
                 let parse = {
                     let all = all.clone();
@@ -209,11 +215,12 @@ impl BackendReply {
                 } else {
                     parse()
                 };
-                let doc = parsed.map_err(|e| bad_response(x, ReplyError::Document(e)))?;
+                let doc =
+                    parsed.map_err(|e| bad_response(exchange, MalformedReply::Document(e)))?;
                 (doc, all, Bytes::new())
             }
         };
-        check_outputs(x, &doc)?;
+        check_outputs(exchange, &doc)?;
         Ok(ReplyHead {
             parts,
             doc,
@@ -230,7 +237,7 @@ impl ReplyHead {
     /// element. Bounded by the route's `max_response_bytes`.
     pub async fn collect(
         self,
-        x: Exchange<'_>,
+        exchange: Exchange<'_>,
     ) -> Result<(http::response::Parts, InferReply), InferError> {
         let ReplyHead {
             parts,
@@ -242,11 +249,11 @@ impl ReplyHead {
         let total = doc
             .binary_sizes()
             .try_fold(0u64, |sum, (_, size)| sum.checked_add(size))
-            .ok_or_else(|| bad_response(x, ReplyError::SizeOverflow))?;
-        let limit = x.route.limits.max_response_bytes;
+            .ok_or_else(|| bad_response(exchange, MalformedReply::SizeOverflow))?;
+        let limit = exchange.route.limits.max_response_bytes;
         if total > limit {
             return Err(InferError::ReplyTooLarge {
-                route: x.route.name.clone(),
+                route: exchange.route.name.clone(),
                 limit,
             });
         }
@@ -255,13 +262,13 @@ impl ReplyHead {
         while let Some(chunk) = next {
             collector
                 .push(chunk)
-                .map_err(|e| bad_response(x, ReplyError::Framing(e)))?;
+                .map_err(|e| bad_response(exchange, MalformedReply::Framing(e)))?;
             next = stream.next().await?;
         }
         let binary = collector.finish().map_err(|short| {
             bad_response(
-                x,
-                ReplyError::ShortOutput {
+                exchange,
+                MalformedReply::ShortOutput {
                     output: doc.tensors[short.tensor].name.clone(),
                     missing: short.missing_total,
                 },
@@ -279,8 +286,8 @@ impl ReplyHead {
                 let joined = d.joined();
                 bytes_layout::validate(&joined, count).map_err(|source| {
                     bad_response(
-                        x,
-                        ReplyError::BytesLayout {
+                        exchange,
+                        MalformedReply::BytesLayout {
                             output: t.name.clone(),
                             source,
                         },
@@ -293,23 +300,23 @@ impl ReplyHead {
     }
 }
 
-fn bad_response(x: Exchange<'_>, source: ReplyError) -> InferError {
+fn bad_response(exchange: Exchange<'_>, source: MalformedReply) -> InferError {
     InferError::BadReply {
-        backend: x.upstream.name().to_owned(),
+        backend: exchange.upstream.name().to_owned(),
         source: Box::new(source),
     }
 }
 
 async fn read_header(
-    x: Exchange<'_>,
+    exchange: Exchange<'_>,
     body: &mut ReplyStream,
     header_len: u64,
 ) -> Result<(Document, Bytes, Bytes), InferError> {
-    let limit = x.route.limits.max_json_header_bytes;
+    let limit = exchange.route.limits.max_json_header_bytes;
     if header_len > limit {
         return Err(bad_response(
-            x,
-            ReplyError::HeaderTooLarge {
+            exchange,
+            MalformedReply::HeaderTooLarge {
                 len: header_len,
                 limit,
             },
@@ -320,8 +327,8 @@ async fn read_header(
         let Some(mut chunk) = body.next().await? else {
             let got = header_len - reader.missing() as u64;
             return Err(bad_response(
-                x,
-                ReplyError::HeaderCutShort {
+                exchange,
+                MalformedReply::HeaderCutShort {
                     got,
                     len: header_len,
                 },
@@ -329,20 +336,21 @@ async fn read_header(
         };
         if let Some(header) = reader.push(&mut chunk) {
             let doc = DocParser::parse(DocKind::Response, response_limits(), &header)
-                .map_err(|e| bad_response(x, ReplyError::Header(e)))?;
+                .map_err(|e| bad_response(exchange, MalformedReply::Header(e)))?;
             return Ok((doc, header, chunk));
         }
     }
 }
 
-fn check_outputs(x: Exchange<'_>, doc: &Document) -> Result<(), InferError> {
+fn check_outputs(exchange: Exchange<'_>, doc: &Document) -> Result<(), InferError> {
     for t in &doc.tensors {
-        x.route
+        exchange
+            .route
             .rules
             .check(Side::Output, &t.name, t.datatype, &t.shape)
             .map_err(|violation| InferError::OutputRule {
-                backend: x.upstream.name().to_owned(),
-                route: x.route.name.clone(),
+                backend: exchange.upstream.name().to_owned(),
+                route: exchange.route.name.clone(),
                 violation: Box::new(violation),
             })?;
     }

@@ -7,5 +7,5 @@ pub mod tensor;
 pub mod varint;
 
 pub use tensor::{
-    DecodeError, EncodeError, Layout, Limits, decode, decode_all, encode, encode_parts, head,
+    DecodeError, DecodeLimits, EncodeError, Layout, decode, decode_all, encode, encode_parts, head,
 };

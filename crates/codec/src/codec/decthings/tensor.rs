@@ -30,14 +30,14 @@ pub enum Layout {
 /// Bounds checked against lengths read from the wire before anything is
 /// allocated or waited for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Limits {
+pub struct DecodeLimits {
     /// Largest data section (in bytes, as on the wire) one tensor may declare.
     pub max_tensor_bytes: u64,
 }
 
-impl Default for Limits {
+impl Default for DecodeLimits {
     fn default() -> Self {
-        Limits {
+        DecodeLimits {
             max_tensor_bytes: 1 << 32,
         }
     }
@@ -141,7 +141,7 @@ pub enum EncodeError {
 pub fn decode(
     input: &Bytes,
     layout: Layout,
-    limits: &Limits,
+    limits: &DecodeLimits,
 ) -> Result<Option<(Tensor, usize)>, DecodeError> {
     let mut r = Reader { input, pos: 0 };
     match r.tensor(layout, limits) {
@@ -156,7 +156,7 @@ pub fn decode(
 pub fn decode_all(
     input: &Bytes,
     layout: Layout,
-    limits: &Limits,
+    limits: &DecodeLimits,
 ) -> Result<Vec<Tensor>, DecodeError> {
     let mut tensors = Vec::new();
     let mut r = Reader { input, pos: 0 };
@@ -229,7 +229,7 @@ impl Reader<'_> {
         Ok(b)
     }
 
-    fn tensor(&mut self, layout: Layout, limits: &Limits) -> Result<Tensor, Stop> {
+    fn tensor(&mut self, layout: Layout, limits: &DecodeLimits) -> Result<Tensor, Stop> {
         let type_offset = self.pos;
         let byte = self.u8("type byte")?;
         let dtype = DecthingsType::from_type_byte(byte).ok_or(DecodeError::UnknownType {
@@ -259,7 +259,7 @@ impl Reader<'_> {
         dtype: DecthingsType,
         shape: Shape,
         count: u64,
-        limits: &Limits,
+        limits: &DecodeLimits,
     ) -> Result<Tensor, Stop> {
         let v2 = dtype.to_v2();
         let size = v2.fixed_size().unwrap_or(1) as u64;
@@ -298,7 +298,7 @@ impl Reader<'_> {
         shape: Shape,
         count: u64,
         layout: Layout,
-        limits: &Limits,
+        limits: &DecodeLimits,
     ) -> Result<Tensor, Stop> {
         let section = self.varint("element section length")?;
         if section > limits.max_tensor_bytes {

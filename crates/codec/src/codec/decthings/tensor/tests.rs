@@ -4,14 +4,16 @@ fn dec(input: &[u8]) -> Result<Vec<Tensor>, DecodeError> {
     decode_all(
         &Bytes::copy_from_slice(input),
         Layout::Current,
-        &Limits::default(),
+        &DecodeLimits::default(),
     )
 }
 
 /// Decodes `input` and re-encodes it: the bytes must come back unchanged.
 fn check(input: &[u8], layout: Layout) -> Tensor {
     let bytes = Bytes::copy_from_slice(input);
-    let (t, used) = decode(&bytes, layout, &Limits::default()).unwrap().unwrap();
+    let (t, used) = decode(&bytes, layout, &DecodeLimits::default())
+        .unwrap()
+        .unwrap();
     assert_eq!(used, input.len());
     let mut out = BytesMut::new();
     encode(&t, layout, &mut out).unwrap();
@@ -22,7 +24,7 @@ fn check(input: &[u8], layout: Layout) -> Tensor {
 #[test]
 fn numeric_data_is_not_copied() {
     let input = Bytes::from_static(b"\x01\x01\x02\x00\x00\xc0\x3f\x00\x00\x10\xc0");
-    let (t, _) = decode(&input, Layout::Current, &Limits::default())
+    let (t, _) = decode(&input, Layout::Current, &DecodeLimits::default())
         .unwrap()
         .unwrap();
     // Same allocation: the tensor's data points into the input buffer.
@@ -54,7 +56,7 @@ fn incomplete_input_is_none_not_an_error() {
     for n in 0..full.len() {
         let part = Bytes::copy_from_slice(&full[..n]);
         assert_eq!(
-            decode(&part, Layout::Current, &Limits::default()),
+            decode(&part, Layout::Current, &DecodeLimits::default()),
             Ok(None),
             "{n}"
         );
@@ -182,7 +184,7 @@ fn legacy_media_needs_three_format_bytes() {
     let err = decode_all(
         &Bytes::from_static(b"\x0e\x00\x03\x02pn"),
         Layout::Legacy,
-        &Limits::default(),
+        &DecodeLimits::default(),
     )
     .unwrap_err();
     assert_eq!(

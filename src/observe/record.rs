@@ -1,0 +1,188 @@
+//! What a request leaves behind when it ends, and what its errors count:
+//! the request, latency and error series, and its access-log line.
+
+use std::sync::atomic::Ordering;
+
+use super::{CLIENT_CLOSED, Inner, NO_ROUTE, status_label};
+use crate::error::{Class, Classify, TensorLabel, UpstreamKind, Violated};
+use crate::http::client_body::WireMeter;
+use crate::metrics::RouteMetrics;
+use crate::upstream::{UpstreamError, Watch};
+
+impl Inner {
+    pub(super) fn rm(&self) -> &RouteMetrics {
+        self.bound.get().map_or(&self.unbound, |b| &b.metrics)
+    }
+
+    pub(super) fn route(&self) -> &str {
+        self.bound.get().map_or(NO_ROUTE, |b| &b.route.name)
+    }
+
+    /// The backend the request went to: the one of its route's split
+    /// chosen for it ([`Observation::use_backend`]), else the route's
+    /// primary.
+    pub(super) fn backend(&self) -> Option<&str> {
+        let bound = self.bound.get()?;
+        let chosen = self.backend.load(Ordering::Relaxed);
+        Some(match bound.route.split.get(chosen) {
+            Some(w) => &w.backend.name,
+            None => &bound.route.backend.name,
+        })
+    }
+
+    pub(super) fn upstream_error(&self, kind: UpstreamKind) {
+        if let Some(b) = self.backend() {
+            self.metrics
+                .upstream_errors
+                .with_label_values(&[b, kind.label()])
+                .inc();
+        }
+    }
+
+    /// Counts an error of `class` (that broke `violated`, if a rule
+    /// refused it).
+    pub(super) fn error(&self, class: &Class, violated: Option<Violated>) {
+        let m = &self.metrics;
+        if let Some(kind) = class.upstream_kind() {
+            self.upstream_error(kind);
+        }
+        match class {
+            Class::Unauthenticated(c) => {
+                let reason = c.failure().label();
+                m.auth_failures
+                    .with_label_values(&[self.route(), reason])
+                    .inc();
+            }
+            Class::RateLimited { unit, .. } => {
+                let key = self
+                    .caller
+                    .get()
+                    .and_then(|c| c.key.as_deref())
+                    .unwrap_or(crate::metrics::NO_KEY);
+                m.rate_limited
+                    .with_label_values(&[self.route(), key, unit.label()])
+                    .inc();
+            }
+            _ => {}
+        }
+        let (Some(bound), Some(v)) = (self.bound.get(), violated) else {
+            return;
+        };
+        let rules = &bound.route.rules;
+        let tensor = match &v.tensor {
+            TensorLabel::Request => "_request",
+            TensorLabel::Named(n)
+                if rules.inputs.contains_key(n) || rules.outputs.contains_key(n) =>
+            {
+                n.as_str()
+            }
+            TensorLabel::Named(_) => "_unknown",
+        };
+        m.rule_violations
+            .with_label_values(&[&bound.route.name, tensor, v.rule])
+            .inc();
+    }
+
+    pub(super) fn complete(&self, status: u16, completed: bool) {
+        if self.completed.swap(true, Ordering::Relaxed) {
+            return;
+        }
+        if let Ok(mut held) = self.slot.lock() {
+            held.take();
+        }
+        let m = &self.metrics;
+        let elapsed = self.started.elapsed();
+        let (route, model) = self.bound.get().map_or((NO_ROUTE, ""), |b| {
+            (b.route.name.as_str(), b.model.as_str())
+        });
+        let rm = self.rm();
+        rm.in_flight.dec();
+        m.requests
+            .with_label_values(&[route, self.kind.label(), status_label(status)])
+            .inc();
+        rm.duration(self.kind).observe(elapsed.as_secs_f64());
+        let t = &self.totals;
+        if !tracing::enabled!(target: "tensorgate::access", tracing::Level::INFO) {
+            return;
+        }
+        let record = crate::observe::access::Record {
+            request_id: self.request_id.to_str().unwrap_or(""),
+            kind: self.kind.label(),
+            method: self.method.as_str(),
+            path: &self.path,
+            route,
+            model,
+            key: self
+                .caller
+                .get()
+                .and_then(|c| c.key.as_deref())
+                .unwrap_or(""),
+            status,
+            completed,
+            client_bytes_in: t.client_in.load(Ordering::Relaxed),
+            backend_bytes_out: t.backend_out.load(Ordering::Relaxed),
+            backend_bytes_in: t.backend_in.load(Ordering::Relaxed),
+            client_bytes_out: t.client_out.load(Ordering::Relaxed),
+            upstream_first_byte_us: t.first_byte_us.load(Ordering::Relaxed),
+            upstream_total_us: t.upstream_total_us.load(Ordering::Relaxed),
+            duration_us: u64::try_from(elapsed.as_micros()).unwrap_or(u64::MAX),
+        };
+        match crate::observe::access::write(&record) {
+            crate::observe::access::Outcome::Queued => {}
+            crate::observe::access::Outcome::Dropped => m.access_log_dropped.inc(),
+            crate::observe::access::Outcome::NotInstalled => trace_access(&record),
+        }
+    }
+}
+
+impl WireMeter for Inner {
+    fn client_in(&self, n: u64) {
+        self.totals.client_in.fetch_add(n, Ordering::Relaxed);
+        self.rm().client_in.inc_by(n);
+    }
+}
+
+impl Watch for Inner {
+    fn request_id(&self) -> &str {
+        self.request_id.to_str().unwrap_or("")
+    }
+
+    fn stalled(&self, e: &UpstreamError) {
+        self.error(&e.class(), e.violated());
+    }
+}
+
+/// The access line as a `tracing` event, when no access-log writer is
+/// installed (library users, tests capturing `tracing` output).
+fn trace_access(r: &crate::observe::access::Record<'_>) {
+    tracing::info!(
+        target: "tensorgate::access",
+        request_id = r.request_id,
+        kind = r.kind,
+        method = r.method,
+        path = r.path,
+        route = r.route,
+        model = r.model,
+        key = r.key,
+        status = r.status,
+        completed = r.completed,
+        client_bytes_in = r.client_bytes_in,
+        backend_bytes_out = r.backend_bytes_out,
+        backend_bytes_in = r.backend_bytes_in,
+        client_bytes_out = r.client_bytes_out,
+        upstream_first_byte_ms = r.upstream_first_byte_us as f64 / 1000.0,
+        upstream_total_ms = r.upstream_total_us as f64 / 1000.0,
+        duration_ms = r.duration_us as f64 / 1000.0,
+        "request"
+    );
+}
+
+/// A request whose handler was dropped before any response existed (the
+/// client went away while its request was read or the backend was waited
+/// for) is still counted, logged, and leaves the in-flight gauge, with the
+/// status nginx uses for it.
+impl Drop for Inner {
+    fn drop(&mut self) {
+        self.complete(CLIENT_CLOSED, false);
+    }
+}

@@ -1,0 +1,80 @@
+//! The request id: the client's `x-request-id` when it sends a usable one,
+//! else a new one, unique per process run and not guessable across runs.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use http::{HeaderMap, HeaderValue};
+
+use crate::http::headers::REQUEST_ID;
+
+/// Returns the client's request id, or sets a new one.
+pub fn ensure_request_id(headers: &mut HeaderMap) -> HeaderValue {
+    if let Some(v) = headers.get(&REQUEST_ID)
+        && !v.is_empty()
+        && v.len() <= 200
+    {
+        return v.clone();
+    }
+    let id = new_request_id();
+    headers.insert(REQUEST_ID, id.clone());
+    id
+}
+
+/// 32 hex digits, unique per process run and not guessable across runs: a
+/// counter mixed (a bijection, so no two ids of a run collide) with two
+/// per-process random keys.
+fn new_request_id() -> HeaderValue {
+    use std::hash::{BuildHasher, Hasher};
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    static KEYS: std::sync::OnceLock<(u64, u64)> = std::sync::OnceLock::new();
+    let (k1, k2) = *KEYS.get_or_init(|| {
+        let random = std::collections::hash_map::RandomState::new();
+        let mut h = random.build_hasher();
+        h.write_u32(std::process::id());
+        let a = h.finish();
+        h.write_u64(a);
+        (a, h.finish())
+    });
+    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+    let mut text = [0u8; 32];
+    hex(&mut text[..16], mix(n ^ k1));
+    hex(&mut text[16..], mix(n.wrapping_add(k2)));
+    HeaderValue::from_bytes(&text).unwrap_or(HeaderValue::from_static("0"))
+}
+
+/// splitmix64's finaliser: a bijection on u64 that scrambles every bit.
+fn mix(mut z: u64) -> u64 {
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+fn hex(out: &mut [u8], v: u64) {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    for (i, b) in out.iter_mut().enumerate() {
+        *b = DIGITS[(v >> (60 - 4 * i) & 15) as usize];
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn request_ids_are_distinct_hex() {
+        let mut seen = std::collections::HashSet::new();
+        for _ in 0..100_000 {
+            let id = new_request_id();
+            let text = id.to_str().unwrap().to_owned();
+            assert_eq!(text.len(), 32);
+            assert!(
+                text.bytes()
+                    .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase())
+            );
+            assert!(seen.insert(text), "duplicate id");
+        }
+        let mut h = HeaderMap::new();
+        h.insert("x-request-id", HeaderValue::from_static("client-id"));
+        assert_eq!(ensure_request_id(&mut h), "client-id");
+    }
+}
