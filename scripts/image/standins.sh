@@ -54,9 +54,9 @@ runtime_standin() {
 
 # The first Debian mirror in this host's apt sources.
 debian_mirror() {
-  { grep -h '^URIs:' /etc/apt/sources.list.d/*.sources 2>/dev/null | awk '{print $2}'
-    grep -h '^deb ' /etc/apt/sources.list /etc/apt/sources.list.d/*.list 2>/dev/null | awk '{print $2}'
-  } | grep -E '/debian/?$' | head -n1
+  cat /etc/apt/sources.list.d/*.sources /etc/apt/sources.list /etc/apt/sources.list.d/*.list \
+    2>/dev/null | awk '$1 == "URIs:" || $1 == "deb" { print $2 }' \
+    | grep -E '/debian/?$' | head -n1 || true
 }
 
 builder_standin() {
@@ -73,7 +73,7 @@ builder_standin() {
   sysroot=$(rustc --print sysroot)
   mkdir -p "$root/usr/local/rust/bin" "$root/usr/local/rust/lib/rustlib/x86_64-unknown-linux-gnu"
   cp -a "$sysroot/bin/rustc" "$sysroot/bin/cargo" "$root/usr/local/rust/bin/"
-  cp -a "$sysroot/lib/"*.so "$root/usr/local/rust/lib/"
+  cp -a "$sysroot/lib/"lib*.so* "$root/usr/local/rust/lib/"
   cp -a "$sysroot/lib/rustlib/x86_64-unknown-linux-gnu/lib" \
     "$root/usr/local/rust/lib/rustlib/x86_64-unknown-linux-gnu/"
   [ -d "$sysroot/lib/rustlib/x86_64-unknown-linux-gnu/bin" ] \
