@@ -4,14 +4,17 @@
 # imports a root filesystem with `$ENGINE import` (the engine command is in
 # the ENGINE array).
 #
-#   runtime_standin NAME   glibc, libgcc and the CA certificates of this
-#                          (Debian) host, and nothing else: what the
-#                          distroless cc image holds that tensorgate uses.
+#   runtime_standin NAME   glibc, libgcc and Debian's CA certificates (the
+#                          ca-certificates package's set) of this Debian
+#                          host, and nothing else: what the distroless cc
+#                          image holds that tensorgate uses.
 #   builder_standin NAME   a debootstrapped Debian bookworm (minbase, gcc,
 #                          libc6-dev, ca-certificates) with this host's Rust
 #                          toolchain (rustc, cargo, the x86_64 standard
 #                          library) in /usr/local/rust. The Debian mirror is
-#                          the one this host's apt uses.
+#                          the one this host's apt uses; the CA bundle is
+#                          this host's (crates are fetched through whatever
+#                          the host trusts).
 #
 # Both need root (the files keep their owners; debootstrap chroots).
 
@@ -43,7 +46,9 @@ runtime_standin() {
   copy_packages "$root" libc6 libgcc-s1
   mkdir -p "$root/etc/ssl/certs" "$root/tmp" "$root/etc/tensorgate"
   chmod 1777 "$root/tmp"
-  cp /etc/ssl/certs/ca-certificates.crt "$root/etc/ssl/certs/"
+  # Debian's CA set as the package ships it (what distroless carries), not
+  # this host's bundle, which may hold local additions.
+  cat /usr/share/ca-certificates/mozilla/*.crt >"$root/etc/ssl/certs/ca-certificates.crt"
   # Users as distroless has them, plus the image's 10001.
   printf 'root:x:0:0:root:/root:/sbin/nologin\nnonroot:x:65532:65532:nonroot:/home/nonroot:/sbin/nologin\ntensorgate:x:10001:10001:tensorgate:/nonexistent:/sbin/nologin\n' >"$root/etc/passwd"
   printf 'root:x:0:\nnonroot:x:65532:\ntensorgate:x:10001:\n' >"$root/etc/group"
@@ -70,6 +75,9 @@ builder_standin() {
     bookworm "$root" "$mirror" >"$root.log" 2>&1 \
     || { tail -n 20 "$root.log" >&2; rm -rf "$root" "$root.log"; return 1; }
   rm -f "$root.log"
+  # The builder fetches crates: it trusts what this host trusts (a
+  # TLS-inspecting proxy's CA included). The builder is never shipped.
+  cp /etc/ssl/certs/ca-certificates.crt "$root/etc/ssl/certs/ca-certificates.crt"
   sysroot=$(rustc --print sysroot)
   mkdir -p "$root/usr/local/rust/bin" "$root/usr/local/rust/lib/rustlib/x86_64-unknown-linux-gnu"
   cp -a "$sysroot/bin/rustc" "$sysroot/bin/cargo" "$root/usr/local/rust/bin/"
