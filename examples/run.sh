@@ -38,9 +38,11 @@ start() { # LOG ARGS...
   PIDS+=($!)
 }
 
+# A debug build: `cargo test --all-targets` has built it already, and one
+# request needs no optimisation.
 say "building examples/decthings_client.rs"
-cargo build --locked --release --example decthings_client
-DECTHINGS=${CARGO_TARGET_DIR:-target}/release/examples/decthings_client
+cargo build --locked --example decthings_client
+DECTHINGS=${CARGO_TARGET_DIR:-target}/debug/examples/decthings_client
 
 # ---------------------------------------------------------------- 1. demo
 D=$(free_port); A=$(free_port)
