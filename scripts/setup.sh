@@ -11,8 +11,8 @@
 #     Triton 2.51 with tritonclient, KServe 0.21, the SageMaker SDK with
 #     boto3 (also what examples/ use), and the deploy validators.
 # Idempotent: a second run takes seconds (scripts/test.sh calls it first).
-# The first run needs root (or sudo) for apt-get, the Debian, PyPI and
-# crates.io registries, about 3 GB of disk and 10-15 minutes.
+# The first run needs root (or sudo) for apt-get and the Debian, PyPI and
+# crates.io registries (README.md, Quick start, has disk and time).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
