@@ -60,6 +60,6 @@ SCRAPE=$(mktemp)
 curl -fs "http://127.0.0.1:$ADMIN/metrics" >"$SCRAPE"
 grep -q '^tensorgate_requests_total{' "$SCRAPE" || { echo "no tensorgate_requests_total in the scrape" >&2; exit 1; }
 promtool check metrics <"$SCRAPE"
-python3 scripts/dashboard_metrics.py deploy/grafana/tensorgate.json --check "$SCRAPE"
+python3 scripts/dashboard_metrics.py deploy/grafana/tensorgate.json --check "$SCRAPE" --strict
 echo "promtool: $(grep -c '^tensorgate_' "$SCRAPE") tensorgate series OK"
 rm -f "$SCRAPE" "$CONFIG"

@@ -697,6 +697,24 @@ def check_dockerfile(path: str, rep: Report) -> None:
         err(port in exposed, f"EXPOSE {port} missing")
     err(any("--locked" in ln for ln in instr if ln.upper().startswith("RUN ")),
         "cargo build must use --locked")
+    # In a container, `-p` reaches only listeners on the container's own interfaces: the
+    # default command and the baked-in configuration must not listen on loopback.
+    cmd = next((ln for ln in reversed(last_stage) if ln.upper().startswith("CMD ")), "")
+    err('"--listen", "0.0.0.0:' in cmd and '"--admin-listen", "0.0.0.0:' in cmd,
+        "CMD must listen on 0.0.0.0 (data and admin), or `docker run -p` cannot reach it")
+    baked = [ln.split()[1] for ln in last_stage
+             if ln.upper().startswith("COPY ") and ln.split()[-1] == "/etc/tensorgate/tensorgate.toml"
+             and not ln.split()[1].startswith("--")]
+    if err(len(baked) == 1, "the runtime stage must COPY a config to /etc/tensorgate/tensorgate.toml"):
+        config = os.path.join(os.path.dirname(os.path.abspath(path)), baked[0])
+        with open(config, "rb") as f:
+            server = tomllib.load(f).get("server", {})
+        for key in ("listen", "admin_listen"):
+            addr = server.get(key, "127.0.0.1")
+            host = addr.rsplit(":", 1)[0]
+            err(host in ("0.0.0.0", "[::]"),
+                f"{baked[0]}: server.{key} = {addr!r}: the image's config must listen on 0.0.0.0 "
+                "(a container's loopback is unreachable through -p)")
 
 
 # ----------------------------------------------------------------------------- main

@@ -2,7 +2,8 @@
 # The dependency policy of deny.toml: allowed licenses, no registry but the
 # default one, no git sources, duplicate versions shown as warnings.
 #
-#   bash scripts/deny.sh
+#   bash scripts/deny.sh             check
+#   bash scripts/deny.sh --install   only install cargo-deny (scripts/setup.sh)
 #
 # Installs cargo-deny (pinned version, `cargo install --locked`) when it is
 # missing; the installed binary stays in cargo's bin folder for later runs.
@@ -16,4 +17,5 @@ if ! cargo deny --version 2>/dev/null | grep -q " $VERSION\$"; then
   echo "installing cargo-deny $VERSION (a few minutes, once)" >&2
   cargo install --locked "cargo-deny@$VERSION"
 fi
+[ "${1:-}" = --install ] && exit 0
 cargo deny --frozen check bans licenses sources

@@ -4,10 +4,15 @@
 #     /metrics scrape; libpython for Triton's Python backend; wrk and nginx
 #     (package "nginx-light") for scripts/bench-proxy.sh; libssl-dev and
 #     pkg-config, which the Decthings client's native-tls needs to build;
+#   - podman and runc (Debian), to build and run the container image
+#     (scripts/image.sh);
+#   - cargo-deny (pinned, `cargo install`), for the dependency policy;
 #   - Python venvs under ${TENSORGATE_CACHE_DIR:-~/.cache/tensorgate}: a real
 #     Triton 2.51 with tritonclient, KServe 0.21, the SageMaker SDK with
-#     boto3, and the deploy validators.
-# Idempotent: a second run takes seconds.
+#     boto3 (also what examples/ use), and the deploy validators.
+# Idempotent: a second run takes seconds (scripts/test.sh calls it first).
+# The first run needs root (or sudo) for apt-get and the Debian, PyPI and
+# crates.io registries (README.md, Quick start, has disk and time).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -68,6 +73,17 @@ fi
 if ! command -v pkg-config >/dev/null 2>&1 || ! pkg-config --exists openssl; then
   apt_install pkg-config libssl-dev
 fi
+
+# The container image check (scripts/image.sh): Podman with Debian's runc
+# (crun refuses this machine kind's cgroups).
+container_packages=()
+command -v podman >/dev/null 2>&1 || container_packages+=(podman)
+[ -x /usr/sbin/runc ] || container_packages+=(runc)
+if [ "${#container_packages[@]}" -gt 0 ]; then
+  apt_install "${container_packages[@]}" || log "no ${container_packages[*]}: the image check will skip"
+fi
+
+bash scripts/deny.sh --install
 
 started=$(date +%s)
 bash scripts/triton-backend.sh setup

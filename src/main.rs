@@ -5,7 +5,7 @@ use std::net::SocketAddr;
 use std::process::ExitCode;
 
 use clap::Parser;
-use tensorgate::cli::{Cli, Command, LogFormat, ServeArgs, debug};
+use tensorgate::cli::{Cli, Command, LogFormat, ServeArgs, banner, debug};
 use tensorgate::config::{Config, DEFAULT_ADMIN_LISTEN, DEFAULT_LISTEN};
 use tensorgate::observe::access;
 use tensorgate::reload::{self, Loader, Overrides, Source};
@@ -175,10 +175,25 @@ async fn run(args: ServeArgs) -> Result<(), String> {
     };
     let data = bind(loaded.config.server.listen).await?;
     let admin = bind(loaded.config.server.admin_listen).await?;
+    // What is in force, said before the configuration moves into the server.
+    let summary = banner::summary(
+        &loaded.config,
+        data.local_addr().map_err(|e| format!("data port: {e}"))?,
+        admin.local_addr().map_err(|e| format!("admin port: {e}"))?,
+        loaded.config.server.tls.is_some(),
+    );
     let running = tensorgate::server::start_with_metrics(loaded.config, data, admin, metrics)
         .map_err(|e| format!("cannot start: {e}"))?;
     if demo.is_some() {
-        print_demo_banner(running.data_addr, running.admin_addr, running.tls.is_some());
+        let cert = args.tls_cert.as_deref().filter(|_| running.tls.is_some());
+        print!(
+            "{}",
+            banner::demo_banner(running.data_addr, running.admin_addr, cert)
+        );
+    } else {
+        for line in summary {
+            tracing::info!("{line}");
+        }
     }
     let reloader = reload::Reloader::new(loader, &running, loaded.hash);
     let reloads = reload::spawn(reloader, loaded.files, reload::POLL_INTERVAL);
@@ -196,20 +211,6 @@ async fn run(args: ServeArgs) -> Result<(), String> {
         let _ = demo.shutdown().await;
     }
     Ok(())
-}
-
-fn print_demo_banner(data: SocketAddr, admin: SocketAddr, tls: bool) {
-    let body = r#"{"inputs":[{"name":"INPUT0","shape":[1,16],"datatype":"INT32","data":[1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16]},{"name":"INPUT1","shape":[1,16],"datatype":"INT32","data":[1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1]}]}"#;
-    let (scheme, curl) = if tls {
-        ("https", "curl -s --cacert CA.pem")
-    } else {
-        ("http", "curl -s")
-    };
-    println!(
-        "tensorgate demo: gateway on {scheme}://{data} (admin http://{admin}) in front of the built-in demo backend"
-    );
-    println!("try:");
-    println!("  {curl} {scheme}://{data}/v2/models/simple/infer -d '{body}'");
 }
 
 /// SIGHUP, caught from now on (`None` where there is no such signal or it

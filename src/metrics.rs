@@ -5,6 +5,8 @@
 //! fixed set (code, kind, side, direction, phase, rule): request data never
 //! creates a label value, so cardinality is bounded by the configuration.
 
+#[cfg(target_os = "linux")]
+mod process;
 mod replicas;
 
 use std::collections::HashMap;
@@ -199,9 +201,7 @@ impl Metrics {
             .with_label_values(&[env!("CARGO_PKG_VERSION")])
             .set(1);
         #[cfg(target_os = "linux")]
-        r.register(Box::new(
-            prometheus::process_collector::ProcessCollector::for_self(),
-        ))?;
+        r.register(Box::new(process::ProcessMetrics::for_self()?))?;
         let in_flight = IntGaugeVec::new(
             Opts::new(
                 "tensorgate_in_flight_requests",

@@ -153,6 +153,33 @@ fn tensor_errors_name_the_tensor() {
     );
 }
 
+#[test]
+fn unknown_type_names_list_the_valid_ones() {
+    let tmp = TempDir::new("type-names");
+    let all = "the Decthings types are f32, f64, i8, i16, i32, i64, u8, u16, u32, u64, \
+               string, binary, boolean, image, audio, video";
+    for (given, why) in [
+        ("float32", " (did you mean \"f32\"?)"),
+        ("FP64", " (did you mean \"f64\"?)"),
+        ("INT8", " (did you mean \"i8\"?)"),
+        ("uint16", " (did you mean \"u16\"?)"),
+        ("BOOL", " (did you mean \"boolean\"?)"),
+        ("f16", " (Decthings has no 16-bit float type)"),
+        ("FP16", " (Decthings has no 16-bit float type)"),
+        ("tensor", ""),
+    ] {
+        let json = tmp.write(
+            "t.json",
+            format!(r#"{{"type":"{given}","shape":[1],"values":[1]}}"#).as_bytes(),
+        );
+        let err = encode(TensorFormat::Decthings, &json, &tmp.path("o")).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            format!("tensor 0: unknown tensor type {given:?}{why}; {all}")
+        );
+    }
+}
+
 const REQUEST: &str = r#"{"id":"r1","inputs":[
   {"name":"INPUT0","datatype":"INT32","shape":[2,2],"data":[[1,2],[3,-4]]},
   {"name":"T","datatype":"BYTES","shape":[2],"data":["a","snow \u2603 \"q\""],"parameters":{"foo":"bar"}},

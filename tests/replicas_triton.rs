@@ -13,7 +13,6 @@ mod common;
 #[path = "common/replica.rs"]
 mod replica;
 
-use std::io::Write;
 use std::net::SocketAddr;
 use std::time::Duration;
 
@@ -35,9 +34,8 @@ fn tritons() -> Option<[String; 2]> {
     if std::env::var_os("CI").is_some() && !opted_out {
         panic!("TENSORGATE_TRITON_URLS is not set and CI is: run scripts/triton-pair.sh start");
     }
-    let _ = writeln!(
-        std::io::stderr(),
-        "\n*** SKIPPED: TENSORGATE_TRITON_URLS is not set (eval \"$(bash scripts/triton-pair.sh start)\"). ***\n"
+    common::skipped(
+        "TENSORGATE_TRITON_URLS is not set (eval \"$(bash scripts/triton-pair.sh start)\")",
     );
     None
 }

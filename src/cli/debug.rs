@@ -24,7 +24,7 @@ use crate::codec::v2::{
     BinaryCollector, DocError, DocKind, DocLimits, DocParser, EntryData, Subject,
 };
 use crate::http::body::concat;
-use crate::tensor::check_data;
+use crate::tensor::{DecthingsType, check_data};
 
 /// A debugging command failed; `main` prints it and exits with status 1.
 #[derive(Debug, thiserror::Error)]
@@ -40,6 +40,13 @@ pub enum CliError {
     Decode(#[from] DecodeError),
     #[error("tensor {index}: {source}")]
     Describe { index: usize, source: DescribeError },
+    /// A `type` that is no Decthings type, with the names that are.
+    #[error(
+        "tensor {index}: unknown tensor type {name:?}{}; the Decthings types are {}",
+        hint(name),
+        type_names()
+    )]
+    UnknownType { index: usize, name: String },
     #[error("tensor {index}: {source}")]
     Encode { index: usize, source: EncodeError },
     #[error(transparent)]
@@ -240,14 +247,43 @@ pub fn encode_bytes(json: &[u8], format: TensorFormat) -> Result<Vec<u8>, CliErr
             one => vec![one],
         };
         for d in descriptions {
-            let tensor = describe::parse_description(&d)
-                .map_err(|source| CliError::Describe { index, source })?;
+            let tensor = describe::parse_description(&d).map_err(|source| match source {
+                DescribeError::UnknownType(name) => CliError::UnknownType { index, name },
+                source => CliError::Describe { index, source },
+            })?;
             decthings::encode(&tensor, format.layout(), &mut out)
                 .map_err(|source| CliError::Encode { index, source })?;
             index += 1;
         }
     }
     Ok(out.to_vec())
+}
+
+/// Every Decthings type name, comma-separated.
+fn type_names() -> String {
+    DecthingsType::ALL.map(DecthingsType::name).join(", ")
+}
+
+/// What an unknown type name probably meant: the Decthings spelling of a
+/// V2 or numpy name (`FP32`, `float32` -> `f32`, `INT64` -> `i64`, `BOOL`
+/// -> `boolean`), or why there is none (16-bit floats).
+fn hint(name: &str) -> String {
+    let lower = name.to_ascii_lowercase();
+    let guess = [("float", "f"), ("fp", "f"), ("uint", "u"), ("int", "i")]
+        .iter()
+        .find_map(|(from, to)| lower.strip_prefix(from).map(|rest| format!("{to}{rest}")))
+        .unwrap_or_else(|| match lower.as_str() {
+            "bool" => "boolean".to_owned(),
+            "bytes" | "str" => "string".to_owned(),
+            _ => lower.clone(),
+        });
+    if matches!(guess.as_str(), "f16" | "bf16" | "half") {
+        return " (Decthings has no 16-bit float type)".to_owned();
+    }
+    match DecthingsType::from_name(&guess) {
+        Some(t) if t.name() != name => format!(" (did you mean {:?}?)", t.name()),
+        _ => String::new(),
+    }
 }
 
 fn subject(kind: DocKind, index: usize, name: &str) -> String {

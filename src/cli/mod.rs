@@ -1,9 +1,11 @@
-//! Command-line interface: `tensorgate [serve]`, `check-config`, and the
-//! debugging subcommands.
+//! Command-line interface: `tensorgate [serve]`, `check-config`,
+//! `demo-backend`, the debugging subcommands, and what the gateway prints
+//! when it starts (`banner`).
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
+pub mod banner;
 pub mod debug;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
@@ -34,7 +36,7 @@ pub enum Command {
         file: PathBuf,
     },
     /// Run only the embedded demo V2 backend (models simple, identity,
-    /// repeat, ramp): a backend for load runs and experiments.
+    /// repeat, ramp, rowsum): a backend for load runs and experiments.
     DemoBackend {
         /// Address to listen on.
         #[arg(long, default_value = "127.0.0.1:8001", value_name = "ADDR")]

@@ -117,8 +117,8 @@ impl Reloader {
                     hash = r.hash,
                     backends_kept = r.kept.upstreams,
                     backends_new = r.kept.rebuilt,
-                    load_ms = r.load.as_secs_f64() * 1e3,
-                    swap_us = r.swap.as_secs_f64() * 1e6,
+                    load_ms = millis(r.load),
+                    swap_us = micros(r.swap),
                     "configuration reloaded"
                 );
             }
@@ -138,6 +138,18 @@ impl Reloader {
             }
         }
     }
+}
+
+/// `d` in milliseconds to the microsecond, for logs: an integer count
+/// divided by 1,000 is the double nearest that decimal, so it prints as
+/// `0.179`, never `0.17970599999999998`.
+fn millis(d: Duration) -> f64 {
+    d.as_micros() as f64 / 1e3
+}
+
+/// `d` in microseconds to the nanosecond, for logs (as [`millis`]).
+fn micros(d: Duration) -> f64 {
+    d.as_nanos() as f64 / 1e3
 }
 
 /// What a reload may not change, each at its key: the listeners'
@@ -192,6 +204,16 @@ pub fn fixed_changes(running: &ServerConfig, next: &ServerConfig) -> Vec<ConfigE
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn logged_durations_print_short() {
+        let d = Duration::from_nanos(179_706);
+        assert_eq!(format!("{}", d.as_secs_f64() * 1e3), "0.17970599999999998");
+        assert_eq!(format!("{}", millis(d)), "0.179");
+        assert_eq!(format!("{}", micros(d)), "179.706");
+        assert_eq!(format!("{}", millis(Duration::from_millis(1234))), "1234");
+        assert_eq!(format!("{}", micros(Duration::from_nanos(2_100))), "2.1");
+    }
 
     #[test]
     fn only_fixed_keys_are_refused() {

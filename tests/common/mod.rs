@@ -462,3 +462,42 @@ pub async fn scrape_text(gw: &Running) -> String {
     let got = send(gw.admin_addr, "GET", "/metrics", &[], "").await;
     String::from_utf8(got.body.to_vec()).unwrap()
 }
+
+/// Says loudly that the running test skips for `reason`, and, when
+/// `TENSORGATE_SKIP_LOG` names a file, appends `TEST: reason` to it, so
+/// that `scripts/test.sh` lists every skipped test by name in its summary
+/// (libtest reports a test that returned early as passed, and captures what
+/// a passing test prints).
+pub fn skipped(reason: &str) {
+    use std::io::Write;
+    let thread = std::thread::current();
+    let test = thread.name().unwrap_or("?");
+    let binary = std::env::args()
+        .next()
+        .and_then(|a| {
+            std::path::Path::new(&a)
+                .file_stem()
+                .map(|s| s.to_string_lossy().into_owned())
+        })
+        .map(|stem| {
+            stem.rsplit_once('-')
+                .map_or(stem.clone(), |(name, _)| name.to_owned())
+        })
+        .unwrap_or_default();
+    // Straight to the stream: libtest captures eprintln! of passing tests.
+    let _ = writeln!(
+        std::io::stderr(),
+        "\n*** SKIPPED {binary}::{test}: {reason} ***\n"
+    );
+    if let Some(path) = std::env::var_os("TENSORGATE_SKIP_LOG") {
+        let line = format!(
+            "{binary}::{test}: {}\n",
+            reason.lines().next().unwrap_or("")
+        );
+        let _ = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+            .and_then(|mut f| f.write_all(line.as_bytes()));
+    }
+}

@@ -174,6 +174,9 @@ def main():
     triton = os.environ.get("TENSORGATE_TRITON_URL")
     if not triton:
         print("\n*** SKIPPED: TENSORGATE_TRITON_URL is not set: no real Triton for the SageMaker clients. ***\n")
+        if os.environ.get("TENSORGATE_SKIP_LOG"):
+            with open(os.environ["TENSORGATE_SKIP_LOG"], "a") as log:
+                log.write("tests/sagemaker/clients.py (real Triton target): TENSORGATE_TRITON_URL is not set" + "\n")
         failed |= bool(os.environ.get("CI"))
     else:
         proc, url = start_gateway(["--backend", triton])

@@ -142,11 +142,18 @@ fn example_file_loads() {
     let c = load(include_str!("../../../config/tensorgate.example.toml"));
     assert_eq!(c.server, ServerConfig::default());
     let simple = c.route_for_model("simple").unwrap();
-    assert_eq!(simple.sagemaker.outputs[0].reply_name(), "sum");
     assert_eq!(simple.decthings.model_ids["4f1c8a2e-simple"], "simple");
+    // simple requires two inputs, so SageMaker (one input) is off there and
+    // served by the rowsum route.
+    assert!(!simple.sagemaker.enabled);
+    let rowsum = c.route_for_model("rowsum").unwrap();
+    assert_eq!(rowsum.sagemaker.default_model.as_deref(), Some("rowsum"));
+    assert_eq!(rowsum.sagemaker.input.as_deref(), Some("INPUT0"));
+    assert_eq!(rowsum.sagemaker.outputs[0].reply_name(), "sum");
+    assert_eq!(rowsum.sagemaker.endpoints["rowsum-prod"], "rowsum");
     let mut triton = Backend::new("triton", "http://127.0.0.1:8001".parse().unwrap());
     // The models its routes list, followed by its health checks.
-    triton.models = vec!["simple".to_owned()];
+    triton.models = vec!["simple".to_owned(), "rowsum".to_owned()];
     assert_eq!(*c.backends["triton"], triton);
 }
 

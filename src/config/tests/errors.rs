@@ -82,13 +82,23 @@ fn indices_stay_the_files_after_bad_elements() {
 
 #[test]
 fn a_reported_key_is_not_reported_again() {
-    // `url` and `name` have type errors; stage 2 does not add "required".
+    // `url` and `name` have type errors; stage 2 does not add "required",
+    // nor "unknown backend" for the declared backend `b`.
     check(
         "[backends.b]\nurl = 1\n[[routes]]\nname = 2\nmodels = [\"m\"]\nbackend = \"b\"\n",
         &[
             "backends.b.url: invalid type: integer `1`, expected an http(s)://host:port URL",
             "routes[0].name: invalid type: integer `2`, expected a non-empty string",
-            "routes[0].backend: unknown backend \"b\" (no usable backend is defined)",
+        ],
+    );
+    // A bad URL is reported once, at its key; a name no table declares
+    // still is an unknown backend.
+    check(
+        "[backends.triton]\nurl = \"htp:/x\"\n[[routes]]\nname = \"a\"\nmodels = [\"m\"]\n\
+         backend = \"triton\"\n[[routes]]\nname = \"b\"\nmodels = [\"n\"]\nbackend = \"nope\"\n",
+        &[
+            "backends.triton.url: \"htp:/x\" is not an http://host:port or https://host:port URL",
+            "routes[1].backend: unknown backend \"nope\" (no usable backend is defined)",
         ],
     );
     check(

@@ -229,3 +229,86 @@ fn tensor_rules_keep_decthings_names() {
         &["routes[0].inputs.A.allowed_types: lists no data type (omit the key to allow any)"],
     );
 }
+
+/// Two required inputs, INT32 `[-1, 16]`, as Triton's `simple`.
+const TWO_INPUTS: &str = "[routes.inputs.INPUT0]\nshape = [-1, 16]\nallowed_types = [\"INT32\"]\n\
+     [routes.inputs.INPUT1]\nshape = [-1, 16]\nallowed_types = [\"i32\"]\n";
+
+#[test]
+fn sagemaker_mapping_the_rules_refuse_is_an_error() {
+    // The example configuration's old mistake: SageMaker sends INPUT0 alone
+    // to a route that requires INPUT1 too.
+    check(
+        &route(&format!(
+            "{TWO_INPUTS}[routes.sagemaker]\ndefault_model = \"m1\"\ninput = \"INPUT0\"\n\
+             datatype = \"INT32\"\n"
+        )),
+        &[
+            "routes[0].sagemaker.input: a SageMaker request carries only input \"INPUT0\", \
+           but the route also requires INPUT1 (routes[0].inputs): every SageMaker request \
+           would be refused (400)",
+        ],
+    );
+    // An input the rules do not know, on a route refusing unknown inputs
+    // (and requiring another).
+    check(
+        &route(
+            "[routes.inputs.INPUT0]\nshape = [-1, 16]\n\
+             [routes.inputs.INPUT1]\nrequired = false\n\
+             [routes.sagemaker]\ninput = \"X\"\n",
+        ),
+        &[
+            "routes[0].sagemaker.input: a SageMaker request carries only input \"X\", but the \
+             route also requires INPUT0 (routes[0].inputs): every SageMaker request would be \
+             refused (400)",
+            "routes[0].sagemaker.input: input \"X\" is not one of the route's inputs \
+             (INPUT0, INPUT1): every SageMaker request would be refused (400)",
+        ],
+    );
+    // A type the rule does not allow, and a shape of another rank.
+    check(
+        &route(
+            "[routes.inputs.INPUT0]\nshape = [-1]\nallowed_types = [\"INT32\"]\n\
+             [routes.sagemaker]\ninput = \"INPUT0\"\ndatatype = \"FP32\"\n",
+        ),
+        &[
+            "routes[0].sagemaker.datatype: FP32 is not among the types \
+             routes[0].inputs.INPUT0.allowed_types allows (INT32): every SageMaker request \
+             would be refused (400)",
+            "routes[0].sagemaker.input: SageMaker records are a [records, features] tensor, \
+             and routes[0].inputs.INPUT0.shape is [-1]: every SageMaker request would be \
+             refused (400)",
+        ],
+    );
+    // No input named, two required: none could be the one it sends.
+    check(
+        &route(&format!(
+            "{TWO_INPUTS}[routes.sagemaker.endpoints]\nprod = \"m1\"\n"
+        )),
+        &[
+            "routes[0].sagemaker: the route requires inputs INPUT0, INPUT1 (routes[0].inputs), \
+           but a SageMaker request carries one input: every SageMaker request would be refused \
+           (400); set enabled = false or map it to a route with one input",
+        ],
+    );
+}
+
+#[test]
+fn sagemaker_mappings_the_rules_allow_load() {
+    // The frontend left on by default maps nothing: no error.
+    load(&route(TWO_INPUTS));
+    // Turned off: whatever it says.
+    load(&route(&format!(
+        "{TWO_INPUTS}[routes.sagemaker]\nenabled = false\ninput = \"INPUT0\"\n"
+    )));
+    // One input, the right type and rank; optional others do not matter.
+    load(&route(
+        "[routes.inputs.INPUT0]\nshape = [-1, -1]\nallowed_types = [\"FP32\"]\n\
+         [routes.inputs.EXTRA]\nrequired = false\n\
+         [routes.sagemaker]\ninput = \"INPUT0\"\ndatatype = \"f32\"\ndefault_model = \"m1\"\n",
+    ));
+    // No rules at all.
+    load(&route(
+        "[routes.sagemaker]\ninput = \"anything\"\ndatatype = \"INT64\"\n",
+    ));
+}

@@ -1,5 +1,7 @@
 //! Stage 2 for `[routes.decthings]` and `[routes.sagemaker]`: the checks
-//! inside one route. Uniqueness across routes is `unique`'s.
+//! inside one route, including a SageMaker mapping the route's own input
+//! rules would refuse on every request. Uniqueness across routes is
+//! `unique`'s.
 
 use std::collections::BTreeMap;
 
@@ -7,6 +9,7 @@ use super::Check;
 use super::route::may_name;
 use crate::config::raw::{RawDecthings, RawOutput, RawSageMaker, Table};
 use crate::config::{DecthingsRoute, SageMakerOutput, SageMakerRoute};
+use crate::rules::RouteRules;
 
 impl Check<'_> {
     pub(super) fn decthings(
@@ -118,5 +121,91 @@ impl Check<'_> {
             out.push((item, output));
         }
         out.into_iter().map(|(_, o)| o).collect()
+    }
+}
+
+impl Check<'_> {
+    /// A SageMaker mapping the route's own input rules refuse on every
+    /// request. The frontend sends exactly one input, `[records,
+    /// features]`, named `input` with `datatype`: a route that requires
+    /// another input, refuses `input` as unknown, allows it no such type or
+    /// shapes it with another rank answers every SageMaker call 400, and
+    /// `check-config` says so instead of `ok`. Checked only where the route
+    /// maps something for SageMaker (`input`, `datatype`, `default_model`
+    /// or `endpoints`): a route that merely leaves the frontend on by
+    /// default maps nothing.
+    pub(super) fn sagemaker_against_rules(
+        &mut self,
+        route: &str,
+        s: &SageMakerRoute,
+        rules: &RouteRules,
+    ) {
+        let mapped = s.input.is_some()
+            || s.datatype.is_some()
+            || s.default_model.is_some()
+            || !s.endpoints.is_empty();
+        if !s.enabled || !mapped {
+            return;
+        }
+        let key = format!("{route}.sagemaker");
+        let refused = "every SageMaker request would be refused (400)";
+        let others: Vec<&str> = rules
+            .inputs
+            .iter()
+            .filter(|(name, rule)| rule.required && Some(name.as_str()) != s.input.as_deref())
+            .map(|(name, _)| name.as_str())
+            .collect();
+        let Some(input) = &s.input else {
+            if others.len() > 1 {
+                let message = format!(
+                    "the route requires inputs {} ({route}.inputs), but a SageMaker request \
+                     carries one input: {refused}; set enabled = false or map it to a route \
+                     with one input",
+                    others.join(", ")
+                );
+                self.error(key, message);
+            }
+            return;
+        };
+        if !others.is_empty() {
+            let message = format!(
+                "a SageMaker request carries only input {input:?}, but the route also requires \
+                 {} ({route}.inputs): {refused}",
+                others.join(", ")
+            );
+            self.error(format!("{key}.input"), message);
+        }
+        let Some(rule) = rules.inputs.get(input) else {
+            if !rules.allow_unknown_inputs && !rules.inputs.is_empty() {
+                let known: Vec<&str> = rules.inputs.keys().map(String::as_str).collect();
+                let message = format!(
+                    "input {input:?} is not one of the route's inputs ({}): {refused}",
+                    known.join(", ")
+                );
+                self.error(format!("{key}.input"), message);
+            }
+            return;
+        };
+        if let (Some(dt), Some(allowed)) = (s.datatype, &rule.allowed_types)
+            && !allowed.contains(&dt)
+        {
+            let names: Vec<&str> = allowed.iter().map(|t| t.v2_name()).collect();
+            let message = format!(
+                "{} is not among the types {route}.inputs.{input}.allowed_types allows ({}): \
+                 {refused}",
+                dt.v2_name(),
+                names.join(", ")
+            );
+            self.error(format!("{key}.datatype"), message);
+        }
+        if let Some(shape) = &rule.shape
+            && shape.0.len() != 2
+        {
+            let message = format!(
+                "SageMaker records are a [records, features] tensor, and \
+                 {route}.inputs.{input}.shape is {shape}: {refused}"
+            );
+            self.error(format!("{key}.input"), message);
+        }
     }
 }

@@ -44,6 +44,7 @@ pub fn config(
         unique: unique::Unique::default(),
         base,
         key_files: KeyFiles::default(),
+        declared: raw.backends.keys().cloned().collect(),
     };
     let server = check.server(raw.server.0);
     let defaults = check.limits("limits", Limits::default(), raw.limits.0);
@@ -98,6 +99,9 @@ struct Check<'a> {
     /// The directory relative paths are taken against.
     base: Option<&'a Path>,
     key_files: KeyFiles,
+    /// Every `[backends.NAME]` in the file, usable or not: a route naming
+    /// one whose own keys are wrong gets no second, misleading error.
+    declared: std::collections::BTreeSet<String>,
 }
 
 impl Check<'_> {

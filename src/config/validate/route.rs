@@ -56,6 +56,12 @@ impl Check<'_> {
         let sagemaker = self.sagemaker(&key, raw.sagemaker.0, &models, raw.default);
         let auth = self.auth(&key, raw.auth.map(|t| t.0), sagemaker.enabled);
         let rate_limit = self.rate_limit(&key, raw.rate_limit.map(|t| t.0), auth.is_some());
+        let rules = RouteRules {
+            allow_unknown_inputs: raw.allow_unknown_inputs.unwrap_or(inputs.is_empty()),
+            inputs,
+            outputs,
+        };
+        self.sagemaker_against_rules(&key, &sagemaker, &rules);
         let label = name.as_ref().map_or(key.clone(), |n| format!("{n:?}"));
         let seen = super::unique::Seen {
             key: &key,
@@ -78,11 +84,7 @@ impl Check<'_> {
             retry_infer: raw.retry_infer,
             backend_format: raw.backend_format.0,
             limits,
-            rules: RouteRules {
-                allow_unknown_inputs: raw.allow_unknown_inputs.unwrap_or(inputs.is_empty()),
-                inputs,
-                outputs,
-            },
+            rules,
             decthings,
             sagemaker,
             allow_control: raw.allow_control.into_iter().map(|k| k.0).collect(),
@@ -104,7 +106,9 @@ impl Check<'_> {
             return None;
         };
         let found = backends.get(&name).cloned();
-        if found.is_none() {
+        // A backend declared with problems of its own: those are reported
+        // at its keys, and the reference is right.
+        if found.is_none() && !self.declared.contains(&name) {
             let defined: Vec<&str> = backends.keys().map(String::as_str).collect();
             let message = match defined.as_slice() {
                 [] => format!("unknown backend {name:?} (no usable backend is defined)"),

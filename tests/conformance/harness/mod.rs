@@ -36,12 +36,10 @@ pub fn backend_url(var: &str, script: &str) -> Option<String> {
              or set TENSORGATE_CONFORMANCE_SKIP=1 to skip them on purpose."
         );
     }
-    // Straight to the stream: libtest captures eprintln! of passing tests.
-    let _ = writeln!(
-        std::io::stderr(),
-        "\n*** SKIPPED: {var} is not set; no real backend to compare against. \
-         Run `eval \"$({script} start)\"` (or `bash scripts/conformance.sh`) first. ***\n"
-    );
+    crate::common::skipped(&format!(
+        "{var} is not set; no real backend to compare against. \
+         Run `eval \"$({script} start)\"` (or `bash scripts/conformance.sh`) first."
+    ));
     None
 }
 
