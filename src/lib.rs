@@ -17,6 +17,7 @@ pub mod config;
 pub mod demo;
 pub mod frontend;
 pub mod gateway;
+pub mod grpc;
 pub mod metrics;
 pub mod reload;
 pub mod server;
