@@ -10,4 +10,21 @@
 //! allocated for it, and tensor data stays in `Bytes` slices of what came
 //! in.
 
+pub mod contents;
+pub mod error;
+pub mod frame;
+mod head;
+pub mod params;
 pub mod proto;
+pub mod request;
+pub mod response;
+pub mod wire;
+
+pub use error::{InferError, TensorProblem};
+pub use frame::{Frame, FrameDecoder, FrameError, FrameLimits};
+pub use head::{HTTP_ONLY_TENSOR_PARAMS, SHARED_MEMORY_REGION};
+pub use request::{V2Request, decode_request, encode_request, request_to_v2};
+pub use response::{
+    V2Response, decode_response, encode_response, encode_stream_error, encode_stream_response,
+    response_to_v2,
+};
