@@ -14,6 +14,11 @@
 //! ```
 //!
 //! and commit the files it writes.
+//!
+//! The codec crate also holds the messages' descriptors
+//! (`descriptors.bin`, a `FileDescriptorSet` without source info): its
+//! JSON mappings (Triton's HTTP forms of the metadata messages) read field
+//! names and types from them.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -37,9 +42,24 @@ fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-/// Generates messages and services into `messages` and `services`.
+/// The descriptor set the codec crate embeds, beside the messages.
+const DESCRIPTORS: &str = "descriptors.bin";
+
+/// Generates messages, their descriptors and services into `messages` and
+/// `services`.
 fn generate(messages: &Path, services: &Path) {
     let fds = protox::compile(PROTOS, [root().join("proto")]).expect("proto/ compiles");
+    let mut compiler = protox::Compiler::new([root().join("proto")]).expect("proto/ is readable");
+    compiler
+        .include_source_info(false)
+        .include_imports(true)
+        .open_files(PROTOS)
+        .expect("proto/ compiles");
+    fs::write(
+        messages.join(DESCRIPTORS),
+        compiler.encode_file_descriptor_set(),
+    )
+    .expect("write descriptors");
     prost_build::Config::new()
         // Every `bytes` field a `Bytes`: decoding a `Bytes` buffer yields
         // slices of it, so tensor data is never copied.
@@ -80,10 +100,11 @@ fn committed_grpc_code_is_current() {
     let regenerate = std::env::var_os("TENSORGATE_REGENERATE_GRPC").is_some();
     let mut stale = Vec::new();
     for (generated, committed) in [(&messages, MESSAGES_DIR), (&services, SERVICES_DIR)] {
-        for file in FILES {
-            let new = fs::read_to_string(generated.join(file)).expect("generated file");
+        let descriptors = (committed == MESSAGES_DIR).then_some(DESCRIPTORS);
+        for file in FILES.into_iter().chain(descriptors) {
+            let new = fs::read(generated.join(file)).expect("generated file");
             let path = root().join(committed).join(file);
-            if fs::read_to_string(&path).ok().as_deref() == Some(new.as_str()) {
+            if fs::read(&path).ok().as_deref() == Some(new.as_slice()) {
                 continue;
             }
             if regenerate {

@@ -14,6 +14,7 @@ pub mod contents;
 pub mod error;
 pub mod frame;
 mod head;
+pub mod json;
 pub mod params;
 pub mod proto;
 pub mod request;
