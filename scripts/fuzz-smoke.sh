@@ -97,6 +97,25 @@ seed_corpora() {
         seed "$c/auth_credentials" bearer '\x01' $'-authorization: Bearer aaaaaaaaaaaaaaaa\n'
         seed "$c/auth_credentials" sigv4 '\x01' $'-authorization: AWS4-HMAC-SHA256 Credential=alice/20260115/us-east-1/sagemaker/aws4_request, SignedHeaders=host;x-amz-date, Signature=2ec261a6ceb1fae9f8c743bfe0967f81fa9ef2e66162d88961eea42f1783d0aa\nx-amz-date: 20260115T093000Z\nx-amz-content-sha256: UNSIGNED-PAYLOAD\n\n1,2\n'
     fi
+    local g="$ROOT/tests/vectors/grpc" t="$ROOT/tests/fixtures/grpc/triton-2.51"
+    if [[ ! -d "$c/grpc_infer_request" ]]; then
+        for f in "$g"/infer_request_*.bin; do seed "$c/grpc_infer_request" "$(basename "$f")" '' "$f"; done
+    fi
+    if [[ ! -d "$c/grpc_infer_response" ]]; then
+        for f in "$g"/infer_response_*.bin "$g"/stream_*.bin; do seed "$c/grpc_infer_response" "$(basename "$f")" '' "$f"; done
+    fi
+    if [[ ! -d "$c/grpc_frames" ]]; then
+        # limit/4, flags (bit 0: compression negotiated), chunk size, then frames.
+        seed "$c/grpc_frames" two '\x10\x00\x03\x00\x00\x00\x00\x02hi\x01\x00\x00\x00\x01x'
+        seed "$c/grpc_frames" compressed '\x10\x01\x01\x01\x00\x00\x00\x03abc'
+    fi
+    if [[ ! -d "$c/grpc_metadata_json" ]]; then
+        seed "$c/grpc_metadata_json" server '\x00' "$t/server_metadata.json"
+        seed "$c/grpc_metadata_json" metadata '\x01' "$t/model_metadata_simple.json"
+        seed "$c/grpc_metadata_json" config '\x02' "$t/model_config_decoupled_repeat.json"
+        seed "$c/grpc_metadata_json" stats '\x03' "$t/model_statistics_rowsum.json"
+        seed "$c/grpc_metadata_json" index '\x04' "$t/repository_index.json"
+    fi
     if [[ ! -d "$c/v2_value_writer" ]]; then
         seed "$c/v2_value_writer" mixed '\x03' '-\x00\x00\xc0\x7f\x05\x00\x00\x00hello'
     fi

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Real NVIDIA Triton Inference Server (2.51, CPU only) for tensorgate tests.
 #
-# Usage: scripts/triton-backend.sh setup | start [PORT] | stop | status
+# Usage: scripts/triton-backend.sh setup | start [PORT] | stop | status | python ARGS...
 #
 #   setup        venv $TENSORGATE_CACHE_DIR/venv-triton with the pinned
 #                scripts/backends/requirements-triton.txt (nvidia-pytriton 0.7.0
@@ -16,6 +16,8 @@
 #                $TENSORGATE_CACHE_DIR/run (triton.pid, triton.url, triton.log).
 #   stop         TERM (then KILL after TENSORGATE_STOP_TIMEOUT s) by recorded PID.
 #   status       exit 0 running and ready, 1 running not ready, 3 stopped.
+#   python ARGS  run the venv's python (tritonclient[http,grpc],
+#                grpcio-health-checking, numpy, pytest); setup first if needed.
 #
 # Environment: TENSORGATE_CACHE_DIR (default ~/.cache/tensorgate),
 # TENSORGATE_RUN_DIR, TENSORGATE_PYTHON (default python3),
@@ -106,8 +108,13 @@ case "${1:-}" in
   start) start "${2:-}" ;;
   stop) tg_stop ;;
   status) tg_status /v2/health/ready ;;
+  python)
+    shift
+    setup
+    exec "$VENV/bin/python" "$@"
+    ;;
   *)
-    echo "usage: $0 setup | start [PORT] | stop | status" >&2
+    echo "usage: $0 setup | start [PORT] | stop | status | python ARGS..." >&2
     exit 64
     ;;
 esac

@@ -19,6 +19,7 @@ pub mod demo;
 pub mod error;
 pub mod frontend;
 pub mod gateway;
+pub mod grpc;
 pub mod guard;
 pub mod http;
 pub mod infer;

@@ -21,7 +21,10 @@ fn main() -> ExitCode {
         None => serve(cli.serve),
         Some(Command::Serve(args)) => serve(args),
         Some(Command::CheckConfig { file }) => check_config(&file),
-        Some(Command::DemoBackend { listen }) => demo_backend(listen),
+        Some(Command::DemoBackend {
+            listen,
+            grpc_listen,
+        }) => demo_backend(listen, grpc_listen),
         Some(Command::Tensor(c)) => report(debug::run_tensor(c)),
         Some(Command::Request(c)) => report(debug::run_request(c)),
     }
@@ -80,7 +83,7 @@ fn check_config(file: &std::path::Path) -> ExitCode {
     }
 }
 
-fn demo_backend(listen: SocketAddr) -> ExitCode {
+fn demo_backend(listen: SocketAddr, grpc_listen: Option<SocketAddr>) -> ExitCode {
     init_logging(LogFormat::Pretty);
     let result = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -92,7 +95,27 @@ fn demo_backend(listen: SocketAddr) -> ExitCode {
                     "tensorgate demo backend on http://{}",
                     listener.local_addr()?
                 );
-                tensorgate::demo::serve(listener, wait_for_signal()).await
+                let Some(grpc_addr) = grpc_listen else {
+                    return tensorgate::demo::serve(listener, wait_for_signal()).await;
+                };
+                let grpc_listener = tokio::net::TcpListener::bind(grpc_addr).await?;
+                eprintln!(
+                    "tensorgate demo backend gRPC on {}",
+                    grpc_listener.local_addr()?
+                );
+                // One signal stops both servers.
+                let (stop, stopped) = tokio::sync::watch::channel(false);
+                let until_stopped = |mut rx: tokio::sync::watch::Receiver<bool>| async move {
+                    let _ = rx.wait_for(|s| *s).await;
+                };
+                let http = tensorgate::demo::serve(listener, until_stopped(stopped.clone()));
+                let grpc = tensorgate::demo::serve_grpc(grpc_listener, until_stopped(stopped));
+                let signal = async move {
+                    wait_for_signal().await;
+                    let _ = stop.send(true);
+                };
+                let (http, grpc, ()) = tokio::join!(http, grpc, signal);
+                http.and(grpc)
             })
         });
     match result {

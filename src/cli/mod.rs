@@ -38,9 +38,13 @@ pub enum Command {
     /// Run only the embedded demo V2 backend (models simple, identity,
     /// repeat, ramp, rowsum): a backend for load runs and experiments.
     DemoBackend {
-        /// Address to listen on.
+        /// Address to listen on (HTTP/1.1 and h2c).
         #[arg(long, default_value = "127.0.0.1:8001", value_name = "ADDR")]
         listen: SocketAddr,
+        /// Also serve gRPC (inference.GRPCInferenceService and
+        /// grpc.health.v1.Health) on this address.
+        #[arg(long, value_name = "ADDR")]
+        grpc_listen: Option<SocketAddr>,
     },
     /// Decode or encode Decthings tensors (debugging).
     #[command(subcommand)]

@@ -1,8 +1,8 @@
 //! Triton's checks of a request's inputs against a model's declared
 //! inputs, with Triton's error texts (docs/TRITON-FACTS.md §7).
 
+use super::catalog::{Io, Model, Named};
 use super::error::DemoError;
-use super::models::{Io, Model, Named};
 use crate::tensor::Shape;
 
 impl Model {
@@ -136,7 +136,7 @@ mod tests {
     use bytes::Bytes;
 
     use super::*;
-    use crate::demo::models::find;
+    use crate::demo::catalog::find;
     use crate::tensor::{DataType, Tensor};
 
     fn i32s(shape: &[u64], values: &[i32]) -> Tensor {

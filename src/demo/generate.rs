@@ -16,17 +16,17 @@ use bytes::Bytes;
 use http::{Response, StatusCode};
 use serde_json::{Map, Value};
 
+use super::catalog::{Kind, Model, VERSION};
 use super::error::DemoError;
-use super::models::{Kind, Model, VERSION};
 use super::respond::{self, Body};
 
 /// Most responses one request produces (the Triton test model's cap).
-const MAX_COUNT: i64 = 1000;
+pub(super) const MAX_COUNT: i64 = 1000;
 /// Longest pause between two events; without it a request could hold a
 /// connection open for days.
-const MAX_DELAY_MS: i64 = 60_000;
-const DEFAULT_COUNT: i64 = 3;
-const DEFAULT_DELAY_MS: i64 = 200;
+pub(super) const MAX_DELAY_MS: i64 = 60_000;
+pub(super) const DEFAULT_COUNT: i64 = 3;
+pub(super) const DEFAULT_DELAY_MS: i64 = 200;
 
 const ONE_RESPONSE_ONLY: &str = "generate expects model to produce exactly 1 response, use generate stream for model that generates various number of responses";
 

@@ -7,8 +7,8 @@ use bytes::Bytes;
 use http::{HeaderMap, Response};
 use serde_json::{Map, Value};
 
+use super::catalog::{Model, Named, VERSION};
 use super::error::DemoError;
-use super::models::{Model, Named, VERSION};
 use super::respond::{self, Body};
 use crate::codec::v2::framing::{self, HeaderReader, IHCL_HEADER};
 use crate::codec::v2::json_write::{TensorForm, write_document};
@@ -121,7 +121,7 @@ fn binary_data(model: &Model, doc: &Document, rest: Bytes) -> Result<Vec<Vec<Byt
 }
 
 /// Triton's output selection; the demo cannot classify.
-fn wanted_outputs(doc: &Document) -> Result<OutputSelection, DemoError> {
+pub(super) fn wanted_outputs(doc: &Document) -> Result<OutputSelection, DemoError> {
     let wanted =
         OutputSelection::from_request(doc).map_err(|e| DemoError::Invalid(e.to_string()))?;
     if let OutputSelection::Listed(listed) = &wanted
@@ -136,7 +136,7 @@ fn wanted_outputs(doc: &Document) -> Result<OutputSelection, DemoError> {
 }
 
 /// The outputs to send, in the model's order, each with "binary?".
-fn select(
+pub(super) fn select(
     model: &Model,
     wanted: &OutputSelection,
     outputs: Vec<Named>,

@@ -14,20 +14,27 @@
 //! `repeat` only. It must never be exposed as a real model server: it is a
 //! fixture.
 //!
-//! Models (see `models.rs`): `simple` (Triton's example, INT32 sum and
+//! The same models are served over gRPC (`inference.GRPCInferenceService`
+//! and `grpc.health.v1.Health`) by [`spawn_grpc`] / [`serve_grpc`], on a
+//! listener of their own (`grpc/`).
+//!
+//! Models (see `catalog.rs` and `models.rs`): `simple` (Triton's example, INT32 sum and
 //! difference), `identity` (any inputs back as `OUTPUT<i>`), `repeat`
 //! (decoupled; `generate` / `generate_stream` server-sent events).
 
+mod catalog;
 mod checks;
 mod encoding;
 mod error;
 mod generate;
+mod grpc;
 mod infer;
 mod models;
 mod respond;
 mod routes;
 mod tls;
 
+pub use grpc::{DemoGrpcServer, serve_grpc, services as grpc_services, spawn_grpc};
 pub use tls::{serve_tls, spawn_tls};
 
 use std::convert::Infallible;

@@ -17,131 +17,12 @@
 use bytes::Bytes;
 use serde_json::{Value, json};
 
+use super::catalog::{Io, Kind, MAX_RAMP, Model, Named, VERSION};
+use super::checks;
 use super::error::DemoError;
 use crate::tensor::{DataType, Tensor};
 
-/// A named tensor, as inputs and outputs travel.
-pub type Named = (String, Tensor);
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Kind {
-    Simple,
-    Identity,
-    Repeat,
-    Ramp,
-    RowSum,
-}
-
-/// One declared input or output (dims without the batch dimension).
-#[derive(Debug)]
-pub struct Io {
-    pub name: &'static str,
-    pub dtype: DataType,
-    pub dims: &'static [i64],
-    pub optional: bool,
-}
-
-const fn io(name: &'static str, dtype: DataType, dims: &'static [i64]) -> Io {
-    Io {
-        name,
-        dtype,
-        dims,
-        optional: false,
-    }
-}
-
-const fn optional(io: Io) -> Io {
-    Io {
-        optional: true,
-        ..io
-    }
-}
-
-#[derive(Debug)]
-pub struct Model {
-    pub name: &'static str,
-    pub kind: Kind,
-    pub max_batch_size: u64,
-    pub inputs: &'static [Io],
-    pub outputs: &'static [Io],
-}
-
-/// Largest `ramp` output, in elements (512 MiB of FP32).
-pub const MAX_RAMP: i64 = 1 << 27;
-
-pub static MODELS: [Model; 5] = [
-    Model {
-        name: "simple",
-        kind: Kind::Simple,
-        max_batch_size: 8,
-        inputs: &[
-            io("INPUT0", DataType::I32, &[16]),
-            io("INPUT1", DataType::I32, &[16]),
-        ],
-        outputs: &[
-            io("OUTPUT0", DataType::I32, &[16]),
-            io("OUTPUT1", DataType::I32, &[16]),
-        ],
-    },
-    Model {
-        name: "identity",
-        kind: Kind::Identity,
-        max_batch_size: 0,
-        inputs: &[],
-        outputs: &[],
-    },
-    Model {
-        name: "repeat",
-        kind: Kind::Repeat,
-        max_batch_size: 0,
-        inputs: &[
-            io("text_input", DataType::Bytes, &[1]),
-            optional(io("count", DataType::I32, &[1])),
-            optional(io("delay_ms", DataType::I32, &[1])),
-        ],
-        outputs: &[
-            io("text_output", DataType::Bytes, &[1]),
-            io("index", DataType::I32, &[1]),
-        ],
-    },
-    Model {
-        name: "ramp",
-        kind: Kind::Ramp,
-        max_batch_size: 0,
-        inputs: &[io("COUNT", DataType::I64, &[1])],
-        outputs: &[io("OUTPUT0", DataType::F32, &[-1])],
-    },
-    Model {
-        name: "rowsum",
-        kind: Kind::RowSum,
-        max_batch_size: 0,
-        inputs: &[io("INPUT0", DataType::F32, &[-1, -1])],
-        outputs: &[
-            io("score", DataType::F32, &[-1]),
-            io("OUTPUT0", DataType::F32, &[-1, -1]),
-        ],
-    },
-];
-
-pub fn find(name: &str) -> Option<&'static Model> {
-    MODELS.iter().find(|m| m.name == name)
-}
-
-/// Only version "1" of every model exists.
-pub const VERSION: &str = "1";
-
 impl Model {
-    pub fn decoupled(&self) -> bool {
-        self.kind == Kind::Repeat
-    }
-
-    /// Full shape as clients see it: the batch dimension (`-1`) first when
-    /// the model batches.
-    pub fn full_dims(&self, io: &Io) -> Vec<i64> {
-        let batch = (self.max_batch_size > 0).then_some(-1);
-        batch.into_iter().chain(io.dims.iter().copied()).collect()
-    }
-
     /// `GET /v2/models/{m}`. `identity` accepts anything, so it lists none.
     pub fn metadata(&self) -> Value {
         let list = |ios: &[Io]| -> Vec<Value> {
@@ -184,7 +65,7 @@ impl Model {
 
     /// Runs an inference. `id` is the request id, for error messages.
     pub fn run(&self, id: Option<&str>, inputs: Vec<Named>) -> Result<Vec<Named>, DemoError> {
-        super::checks::check_duplicates(id, &inputs)?;
+        checks::check_duplicates(id, &inputs)?;
         match self.kind {
             Kind::Simple => {
                 self.check_inputs(id, &inputs)?;
@@ -330,6 +211,7 @@ fn simple(model: &Model, inputs: Vec<Named>) -> Result<Vec<Named>, DemoError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::demo::catalog::find;
     use crate::tensor::Shape;
 
     fn i32s(shape: &[u64], values: &[i32]) -> Tensor {

@@ -6,8 +6,8 @@ use http_body::Body as HttpBody;
 use http_body_util::{BodyExt, LengthLimitError, Limited};
 use serde_json::{Value, json};
 
+use super::catalog::{self, VERSION};
 use super::error::{DemoError, MAX_BODY_BYTES};
-use super::models::{self, VERSION};
 use super::respond::{self, Body};
 use super::{encoding, generate, infer};
 use crate::codec::v2::path::{ModelAction, V2Path, split_path};
@@ -60,7 +60,7 @@ where
         } => (name, version, action),
         V2Path::Control { .. } | V2Path::Other => return Err(DemoError::NotFound),
     };
-    let model = match models::find(&name) {
+    let model = match catalog::find(&name) {
         Some(model) => model,
         None if action == ModelAction::Ready => return Err(DemoError::NotReady),
         None => return Err(DemoError::UnknownModel(name)),
@@ -95,7 +95,7 @@ where
     }
 }
 
-fn server_metadata() -> Value {
+pub(super) fn server_metadata() -> Value {
     json!({
         "name": "tensorgate-demo",
         "version": env!("CARGO_PKG_VERSION"),

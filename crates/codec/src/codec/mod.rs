@@ -5,5 +5,6 @@
 
 pub mod decthings;
 pub mod describe;
+pub mod grpc;
 pub mod sagemaker;
 pub mod v2;
