@@ -68,9 +68,13 @@ stop_backends() {
 trap stop_backends EXIT
 
 step "starting real backends on 127.0.0.1"
-if out=$(bash scripts/triton-backend.sh start); then
+# Triton serves gRPC too, on a port of its own (tritonserver takes the last
+# --allow-grpc it is given).
+TG_TRITON_GRPC_PORT=$(python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])')
+if out=$(TENSORGATE_TRITON_ARGS="--allow-grpc=true --grpc-address=127.0.0.1 --grpc-port=$TG_TRITON_GRPC_PORT" bash scripts/triton-backend.sh start); then
   eval "$out"
   export TENSORGATE_TRITON_URL
+  export TENSORGATE_TRITON_GRPC="127.0.0.1:$TG_TRITON_GRPC_PORT"
 else
   echo "Triton did not start" >&2
   [ -n "${CI:-}" ] && exit 1
@@ -105,6 +109,9 @@ PROPTEST_CASES=20000 cargo test --locked --test proptest_codecs
 
 step "every FP32 text f32_text writes against zmij's (570 million floats, release)"
 cargo test --locked --release -p tensorgate-codec --lib every_covered_float_matches_zmij -- --ignored
+
+step "gRPC demo backend with tritonclient.grpc and grpcio-health-checking (and against Triton's own statuses)"
+TENSORGATE_BIN="$BIN" bash scripts/triton-backend.sh python tests/grpc/check_demo.py ${TENSORGATE_TRITON_GRPC:+--triton "$TENSORGATE_TRITON_GRPC"}
 
 step "SageMaker SDK and boto3 against the SageMaker frontend (demo and real Triton)"
 TENSORGATE_BIN="$BIN" bash scripts/sagemaker/client.sh python tests/sagemaker/clients.py
