@@ -22,6 +22,10 @@ fn server_defaults() {
     assert_eq!(s.body_read_timeout, 60 * SECOND);
     assert_eq!(s.shutdown_grace, 30 * SECOND);
     assert_eq!(s.drain_delay, 5 * SECOND);
+    assert_eq!(s.send_timeout, 60 * SECOND);
+    assert_eq!(s.reply_memory_bytes, 1 << 20);
+    assert_eq!(s.reply_disk_bytes, 1 << 30);
+    assert_eq!(s.reply_disk_total_bytes, 8 << 30);
     let cores = std::thread::available_parallelism().map_or(1, usize::from);
     assert_eq!(s.workers, cores.min(ServerConfig::MAX_WORKERS));
 }
@@ -51,6 +55,38 @@ fn server_values() {
     assert_eq!(s.queue_timeout, Duration::from_millis(250));
     assert_eq!(s.body_total_timeout, 120 * SECOND);
     assert_eq!(s.drain_delay, Duration::ZERO);
+}
+
+#[test]
+fn reply_buffers() {
+    let server = |keys: &str| format!("[server]\n{keys}\n{}", route(""));
+    let s = load(&server(
+        "send_timeout = \"5s\"\nreply_memory_bytes = 4096\nreply_disk_bytes = 0\nreply_disk_total_bytes = 0",
+    ))
+    .server;
+    assert_eq!(s.send_timeout, 5 * SECOND);
+    assert_eq!(
+        (
+            s.reply_memory_bytes,
+            s.reply_disk_bytes,
+            s.reply_disk_total_bytes
+        ),
+        (4096, 0, 0),
+        "no disk at all"
+    );
+    check(
+        &server("reply_memory_bytes = 0\nreply_disk_bytes = -1"),
+        &[
+            "server.reply_memory_bytes: must be positive, got 0",
+            "server.reply_disk_bytes: must not be negative, got -1",
+        ],
+    );
+    check(
+        &server("reply_disk_bytes = 2000\nreply_disk_total_bytes = 1000"),
+        &[
+            "server.reply_disk_bytes: 2000 is above reply_disk_total_bytes (1000), which every reply shares",
+        ],
+    );
 }
 
 #[test]
@@ -93,6 +129,7 @@ fn every_timeout_refuses_zero_and_overflow() {
         "handshake_timeout",
         "queue_timeout",
         "body_total_timeout",
+        "send_timeout",
     ];
     for key in server {
         let text = format!("[server]\n{key} = \"0s\"\n{}", route(""));
