@@ -11,6 +11,7 @@ pub mod dispatch;
 mod drive;
 pub mod live;
 pub mod readiness;
+mod whole;
 
 pub use drive::Handling;
 
@@ -19,6 +20,7 @@ use std::sync::Arc;
 
 use crate::config::Config;
 use crate::guard::{self, admission::Admission};
+use crate::http::spool::{DiskBudget, SpoolLimits};
 use crate::infer::shadow::Mirror;
 use crate::infer::{self, Client};
 use crate::metrics::Metrics;
@@ -36,6 +38,9 @@ pub struct Shared {
     pub shadows: BTreeMap<String, Mirror>,
     pub metrics: Metrics,
     pub admission: Arc<Admission>,
+    /// What a reply may hold for a client not taking it yet, and the disk
+    /// every such reply shares.
+    pub spool: SpoolLimits,
     prefixes: dispatch::Prefixes,
     /// Every rate-limit bucket; outlives configurations (see
     /// [`Gateway::with_registry`]).
@@ -175,6 +180,19 @@ impl Gateway {
             )),
         };
         let shadows = shadows(&config, &clients, &metrics, &admission);
+        // Held replies keep counting against the disk budget they took
+        // from; it is kept while its size is.
+        let budget = match before {
+            Some(s) if s.config.server.reply_disk_total_bytes == server.reply_disk_total_bytes => {
+                s.spool.budget.clone()
+            }
+            _ => DiskBudget::new(server.reply_disk_total_bytes),
+        };
+        let spool = SpoolLimits {
+            memory: server.reply_memory_bytes,
+            disk: server.reply_disk_bytes,
+            budget,
+        };
         let shared = Arc::new(Shared {
             prefixes: dispatch::Prefixes::new(&config),
             limits: registry.table(&config),
@@ -184,6 +202,7 @@ impl Gateway {
             shadows,
             metrics,
             admission,
+            spool,
         });
         (Gateway { shared }, kept)
     }

@@ -200,34 +200,3 @@ where
         self.prefix.is_empty() && self.inner.is_end_stream()
     }
 }
-
-/// A body fed by a task through a bounded channel: the task waits while the
-/// client reads, so what is buffered stays at the channel's few chunks. An
-/// `Err` from the task aborts the body (the client sees a cut-off reply,
-/// never a complete-looking one).
-#[derive(Debug)]
-pub struct ChannelBody {
-    rx: tokio::sync::mpsc::Receiver<Result<Bytes, BoxError>>,
-}
-
-impl ChannelBody {
-    /// A body and the sender that feeds it.
-    pub fn new(capacity: usize) -> (tokio::sync::mpsc::Sender<Result<Bytes, BoxError>>, Self) {
-        let (tx, rx) = tokio::sync::mpsc::channel(capacity.max(1));
-        (tx, ChannelBody { rx })
-    }
-}
-
-impl http_body::Body for ChannelBody {
-    type Data = Bytes;
-    type Error = BoxError;
-
-    fn poll_frame(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
-        self.rx
-            .poll_recv(cx)
-            .map(|item| item.map(|r| r.map(Frame::data)))
-    }
-}
