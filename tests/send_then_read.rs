@@ -6,8 +6,7 @@
 //! file) and the client gets all of it; a reply outgrowing what may be
 //! held is a 413 before any status line; a client that then never reads
 //! is dropped after `send_timeout`, its slot freed. The client's receive
-//! buffer is kept small, so a gateway that stopped reading would stall
-//! within the first megabytes.
+//! buffer is kept small, so the reply cannot hide in it.
 
 mod common;
 
@@ -19,9 +18,14 @@ use tensorgate::demo;
 use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpSocket, TcpStream};
 
-/// Records in the CSV: its JSON Lines reply (each record's score and
-/// features echoed) is about 16 MB.
-const ROWS: usize = 400_000;
+/// Records in the CSV (28 MB; its JSON Lines reply, each record's score
+/// and features echoed, is 82 MB). The request must outgrow what the
+/// kernel buffers on loopback (the gateway's receive buffer grows to
+/// `tcp_rmem`'s maximum, 32 MB here, while it reads): with 400,000 records
+/// (7 MB) the old code got through; with these it hung (checked).
+const ROWS: usize = 1_500_000;
+/// Records where the size does not matter beyond a few megabytes.
+const FEW_ROWS: usize = 400_000;
 /// The most a test waits for a reply (a gateway that deadlocks never
 /// sends one).
 const LIMIT: Duration = Duration::from_secs(120);
@@ -123,7 +127,7 @@ async fn a_held_reply_past_its_bounds_is_413_before_any_status() {
     let backend = demo::spawn().await.unwrap();
     let keys = "reply_memory_bytes = 65536\nreply_disk_bytes = 262144";
     let gw = gateway(&config(&backend.url(), keys)).await;
-    let resp = send_then_read(gw.data_addr, "/invocations", "", &csv(ROWS)).await;
+    let resp = send_then_read(gw.data_addr, "/invocations", "", &csv(FEW_ROWS)).await;
     assert_eq!(resp.status, 413, "{}", resp.text());
     assert_eq!(
         resp.json()["error"],
@@ -134,7 +138,7 @@ async fn a_held_reply_past_its_bounds_is_413_before_any_status() {
         gw.data_addr,
         "/endpoints/rowsum/invocations",
         "",
-        &csv(ROWS),
+        &csv(FEW_ROWS),
     )
     .await;
     assert_eq!(resp.status, 413, "{}", resp.text());
@@ -154,7 +158,7 @@ async fn a_client_that_never_reads_the_reply_is_dropped_after_send_timeout() {
     let backend = demo::spawn().await.unwrap();
     let keys = "send_timeout = \"1s\"\nmax_concurrent_requests = 1\nqueue_timeout = \"200ms\"";
     let gw = gateway(&config(&backend.url(), keys)).await;
-    let body = csv(ROWS);
+    let body = csv(FEW_ROWS);
     let mut s = small_window(gw.data_addr).await;
     let head = format!(
         "POST /invocations HTTP/1.1\r\nhost: x\r\ncontent-type: text/csv\r\naccept: application/jsonlines\r\n\
