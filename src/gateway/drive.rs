@@ -41,7 +41,7 @@ impl Gateway {
     pub fn handle(&self, mut req: Request<Incoming>) -> Handling {
         let request_id = ensure_request_id(req.headers_mut());
         let backend_hint = split::take_hint(req.headers_mut());
-        let endpoint = dispatch::classify(req.method(), req.uri().path(), &self.shared.prefixes);
+        let endpoint = dispatch::endpoint(&req, &self.shared.prefixes);
         let obs = Observation::start(Start {
             metrics: &self.shared.metrics,
             kind: endpoint
@@ -59,6 +59,7 @@ impl Gateway {
             Ok(Endpoint::Decthings(f)) => Box::pin(gw.drive(f, req, obs)),
             Ok(Endpoint::SageMakerPing(f)) => Box::pin(gw.drive(f, req, obs)),
             Ok(Endpoint::SageMaker(f)) => Box::pin(gw.drive(f, req, obs)),
+            Ok(Endpoint::Grpc(f)) => Box::pin(gw.drive(f, req, obs)),
             Err(e) => {
                 let resp = failed(e.into(), &obs, v2::render);
                 Box::pin(std::future::ready(obs.finish(resp)))
@@ -129,6 +130,12 @@ impl Gateway {
                 let plan = BodyPlan::Read { limit };
                 let body = self.open(&head, body, f.kind().label(), plan, obs)?;
                 (Target::Deferred { services: self }, body)
+            }
+            Routing::Gateway { body_limit } => {
+                let plan = BodyPlan::Read { limit: body_limit };
+                let body = self.open(&head, body, f.kind().label(), plan, obs)?;
+                let health = self.health();
+                (Target::Gateway { health }, body)
             }
         };
         Ok(Call {
