@@ -44,6 +44,15 @@ pub fn concat(mut pieces: Vec<Bytes>) -> Bytes {
     }
 }
 
+/// `{"error": message}` as bytes.
+pub fn error_body(message: &str) -> Bytes {
+    let mut out = Vec::with_capacity(message.len() + 12);
+    out.extend_from_slice(b"{\"error\":");
+    crate::codec::v2::strings::write_json_string(message.as_bytes(), &mut out);
+    out.push(b'}');
+    Bytes::from(out)
+}
+
 /// A JSON response with a status.
 pub fn json_response(status: http::StatusCode, body: Bytes) -> http::Response<Body> {
     let mut resp = http::Response::new(full(body));

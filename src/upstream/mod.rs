@@ -25,6 +25,7 @@ pub mod connector;
 mod dns;
 mod error;
 mod failure;
+pub mod grpc;
 mod health;
 pub mod location;
 mod models;

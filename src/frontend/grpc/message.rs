@@ -8,6 +8,7 @@ use bytes::Bytes;
 use http::HeaderMap;
 use prost::Message;
 
+use crate::codec::grpc::status::Code;
 use crate::codec::grpc::{self, FrameDecoder, FrameError, FrameLimits};
 use crate::error::{Class, Classify, Error, TensorLabel, Violated};
 use crate::http::client_body::ClientBody;
@@ -38,6 +39,9 @@ pub enum GrpcError {
     Translate { what: &'static str, reason: String },
     #[error("a gRPC call is an HTTP/2 POST with content-type application/grpc")]
     NotGrpc,
+    /// A gRPC backend refused the call with its own status.
+    #[error("{message}")]
+    Backend { code: Code, message: String },
 }
 
 impl Classify for GrpcError {
@@ -55,6 +59,11 @@ impl Classify for GrpcError {
             }
             GrpcError::Translate { .. } => Class::BadOutput {
                 backend_fault: true,
+            },
+            GrpcError::Backend { code, message } => Class::Refused {
+                status: http::StatusCode::from_u16(code.http())
+                    .unwrap_or(http::StatusCode::INTERNAL_SERVER_ERROR),
+                message: message.clone(),
             },
             _ => Class::Malformed,
         }

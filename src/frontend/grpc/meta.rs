@@ -18,12 +18,14 @@ use crate::codec::grpc::frame;
 use crate::codec::grpc::json as tr;
 use crate::codec::grpc::proto::inference as pb;
 use crate::codec::v2::path::model_base;
+use crate::config::Protocol;
 use crate::error::Error;
 use crate::frontend::{Call, Target};
 use crate::http::body::Body;
 use crate::http::headers::trace_headers;
 use crate::infer::route::{self, RouteError};
 use crate::infer::{Exchange, InferError};
+use crate::upstream::grpc::{self as upstream_grpc, Answer};
 use crate::upstream::{OutBody, Outgoing};
 
 /// Serves a call other than `ModelInfer` and health.
@@ -102,6 +104,9 @@ async fn answer(
     bytes: Bytes,
     headers: HeaderMap,
 ) -> Result<Bytes, Error> {
+    if exchange.upstream.backend.protocol() == Protocol::Grpc {
+        return forward(method, exchange, bytes, headers).await;
+    }
     let get = Twin::get;
     let reply: Vec<u8> = match method {
         Method::ServerLive => {
@@ -194,6 +199,45 @@ async fn answer(
         }
     };
     Ok(Bytes::from(reply))
+}
+
+/// The call as it came, to a backend that speaks gRPC: its reply message
+/// as the backend wrote it (nothing of a `ModelConfig` is lost to a
+/// translation), its status as it is.
+async fn forward(
+    method: Method,
+    exchange: Exchange<'_>,
+    bytes: Bytes,
+    headers: HeaderMap,
+) -> Result<Bytes, Error> {
+    let read_only = method.control().is_none();
+    let model = Some(exchange.obs.model().to_owned()).filter(|m| !m.is_empty());
+    let out = upstream_grpc::call(method.name(), vec![bytes], headers, model, read_only).map_err(
+        |e| GrpcError::Translate {
+            what: "call",
+            reason: e.to_string(),
+        },
+    )?;
+    let sent = std::time::Instant::now();
+    let resp = exchange
+        .upstream
+        .send(out, Some(exchange.obs.watch()))
+        .await
+        .map_err(InferError::from)?;
+    exchange.obs.upstream_first_byte(sent.elapsed());
+    let (parts, body) = resp.into_parts();
+    let mut body = exchange.obs.backend_body(body, sent);
+    let limit = exchange.route.limits.max_response_bytes;
+    let answer = upstream_grpc::read_answer(&parts.headers, &mut body, limit)
+        .await
+        .map_err(|e| GrpcError::Translate {
+            what: "reply",
+            reason: e.to_string(),
+        })?;
+    match answer {
+        Answer::Message(m) => Ok(m),
+        Answer::Status { code, message } => Err(GrpcError::Backend { code, message }.into()),
+    }
 }
 
 /// `/v2/models/{name}[/versions/{v}]`.

@@ -23,7 +23,7 @@ use http::request::Parts;
 use http::{Method as HttpMethod, Response, header};
 
 pub use message::GrpcError;
-use status::Code;
+use status::code_of;
 
 use super::{BodyPlan, Call, Frontend, Routing, Target};
 use crate::codec::v2::path::{self, Control, V2Path};
@@ -107,6 +107,35 @@ impl Method {
             "LogSettings" => LogSettings,
             _ => return None,
         })
+    }
+
+    /// The method's name on the wire.
+    pub fn name(self) -> &'static str {
+        use Method::*;
+        match self {
+            ServerLive => "ServerLive",
+            ServerReady => "ServerReady",
+            ModelReady => "ModelReady",
+            ServerMetadata => "ServerMetadata",
+            ModelMetadata => "ModelMetadata",
+            ModelInfer => "ModelInfer",
+            ModelStreamInfer => "ModelStreamInfer",
+            ModelConfig => "ModelConfig",
+            ModelStatistics => "ModelStatistics",
+            RepositoryIndex => "RepositoryIndex",
+            RepositoryModelLoad => "RepositoryModelLoad",
+            RepositoryModelUnload => "RepositoryModelUnload",
+            SystemSharedMemoryStatus => "SystemSharedMemoryStatus",
+            SystemSharedMemoryRegister => "SystemSharedMemoryRegister",
+            SystemSharedMemoryUnregister => "SystemSharedMemoryUnregister",
+            CudaSharedMemoryStatus => "CudaSharedMemoryStatus",
+            CudaSharedMemoryRegister => "CudaSharedMemoryRegister",
+            CudaSharedMemoryUnregister => "CudaSharedMemoryUnregister",
+            TraceSetting => "TraceSetting",
+            LogSettings => "LogSettings",
+            HealthCheck => "Check",
+            HealthWatch => "Watch",
+        }
     }
 
     /// Whether its request message names the model (so the route is known
@@ -239,7 +268,11 @@ impl Frontend for Rpc {
     }
 
     fn render(&self, e: &Error, obs: &Observation) -> Response<Body> {
-        let code = Code::of(&e.class());
+        // A gRPC backend's own status passes as it is.
+        let code = match e.downcast_ref::<GrpcError>() {
+            Some(GrpcError::Backend { code, .. }) => *code,
+            _ => code_of(&e.class()),
+        };
         obs.set_status(code.http());
         status::status_only(code, &e.to_string())
     }

@@ -9,7 +9,7 @@ use std::task::{Context, Poll};
 
 use bytes::Bytes;
 use http::header::{self, HeaderName, HeaderValue};
-use http::{HeaderMap, Response, StatusCode};
+use http::{HeaderMap, Response};
 use http_body::Frame;
 
 use crate::error::{Class, UpstreamKind};
@@ -22,102 +22,38 @@ pub const GRPC_MESSAGE: HeaderName = HeaderName::from_static("grpc-message");
 /// The content type of every gRPC response.
 pub const CONTENT_TYPE: &str = "application/grpc";
 
-/// The status codes of gRPC.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[repr(u8)]
-pub enum Code {
-    Ok = 0,
-    Cancelled = 1,
-    Unknown = 2,
-    InvalidArgument = 3,
-    DeadlineExceeded = 4,
-    NotFound = 5,
-    AlreadyExists = 6,
-    PermissionDenied = 7,
-    ResourceExhausted = 8,
-    FailedPrecondition = 9,
-    Aborted = 10,
-    OutOfRange = 11,
-    Unimplemented = 12,
-    Internal = 13,
-    Unavailable = 14,
-    DataLoss = 15,
-    Unauthenticated = 16,
+pub use crate::codec::grpc::status::Code;
+
+/// The code of an error class: a rule or malformed input is
+/// INVALID_ARGUMENT naming the tensor, credentials UNAUTHENTICATED, a rate
+/// limit or a size limit RESOURCE_EXHAUSTED, shedding and an unreachable
+/// backend UNAVAILABLE, a backend timeout DEADLINE_EXCEEDED; a backend's own
+/// refusal keeps the code its status stands for.
+pub fn code_of(class: &Class) -> Code {
+    match class {
+        Class::Malformed | Class::BadTensor { .. } | Class::BodyBroken => Code::InvalidArgument,
+        Class::MethodNotAllowed
+        | Class::UnsupportedEncoding
+        | Class::UnsupportedMediaType
+        | Class::NotAcceptable => Code::Unimplemented,
+        Class::TooLarge | Class::RateLimited { .. } => Code::ResourceExhausted,
+        Class::BodyTimeout => Code::DeadlineExceeded,
+        Class::NotFound { .. } => Code::NotFound,
+        Class::Forbidden => Code::PermissionDenied,
+        Class::Unauthenticated(_) => Code::Unauthenticated,
+        Class::Overloaded { .. } | Class::ShuttingDown => Code::Unavailable,
+        Class::Upstream { kind, .. } => match kind {
+            UpstreamKind::Timeout => Code::DeadlineExceeded,
+            UpstreamKind::Invalid => Code::Internal,
+            _ => Code::Unavailable,
+        },
+        Class::Refused { status, .. } => Code::from_http(status.as_u16()),
+        Class::BadOutput { .. } | Class::Internal => Code::Internal,
+    }
 }
 
-impl Code {
-    /// The code of an error class: a rule or malformed input is
-    /// INVALID_ARGUMENT naming the tensor, credentials UNAUTHENTICATED, a
-    /// rate limit or a size limit RESOURCE_EXHAUSTED, shedding and an
-    /// unreachable backend UNAVAILABLE, a backend timeout
-    /// DEADLINE_EXCEEDED; a backend's own refusal keeps its gRPC code, or
-    /// the one its HTTP status stands for.
-    pub fn of(class: &Class) -> Code {
-        match class {
-            Class::Malformed | Class::BadTensor { .. } | Class::BodyBroken => Code::InvalidArgument,
-            Class::MethodNotAllowed
-            | Class::UnsupportedEncoding
-            | Class::UnsupportedMediaType
-            | Class::NotAcceptable => Code::Unimplemented,
-            Class::TooLarge | Class::RateLimited { .. } => Code::ResourceExhausted,
-            Class::BodyTimeout => Code::DeadlineExceeded,
-            Class::NotFound { .. } => Code::NotFound,
-            Class::Forbidden => Code::PermissionDenied,
-            Class::Unauthenticated(_) => Code::Unauthenticated,
-            Class::Overloaded { .. } | Class::ShuttingDown => Code::Unavailable,
-            Class::Upstream { kind, .. } => match kind {
-                UpstreamKind::Timeout => Code::DeadlineExceeded,
-                UpstreamKind::Invalid => Code::Internal,
-                _ => Code::Unavailable,
-            },
-            Class::Refused { status, .. } => Code::from_http(*status),
-            Class::BadOutput { .. } | Class::Internal => Code::Internal,
-        }
-    }
-
-    /// The code an HTTP status stands for (gRPC's own mapping, with 429
-    /// as RESOURCE_EXHAUSTED, and 400 as INVALID_ARGUMENT, as Triton
-    /// answers the same faults on its two ports).
-    pub fn from_http(status: StatusCode) -> Code {
-        match status.as_u16() {
-            200..=299 => Code::Ok,
-            400 => Code::InvalidArgument,
-            401 => Code::Unauthenticated,
-            403 => Code::PermissionDenied,
-            404 => Code::NotFound,
-            408 | 504 => Code::DeadlineExceeded,
-            409 => Code::Aborted,
-            413 | 429 => Code::ResourceExhausted,
-            501 => Code::Unimplemented,
-            502 | 503 => Code::Unavailable,
-            500 => Code::Internal,
-            _ => Code::Unknown,
-        }
-    }
-
-    /// The HTTP status a code stands for: the `code` label of the
-    /// request's metrics, so gRPC and HTTP requests read the same on a
-    /// dashboard.
-    pub fn http(self) -> u16 {
-        match self {
-            Code::Ok => 200,
-            Code::Cancelled => 499,
-            Code::InvalidArgument | Code::FailedPrecondition | Code::OutOfRange => 400,
-            Code::DeadlineExceeded => 504,
-            Code::NotFound => 404,
-            Code::AlreadyExists | Code::Aborted => 409,
-            Code::PermissionDenied => 403,
-            Code::ResourceExhausted => 429,
-            Code::Unimplemented => 501,
-            Code::Unavailable => 503,
-            Code::Unauthenticated => 401,
-            Code::Unknown | Code::Internal | Code::DataLoss => 500,
-        }
-    }
-
-    fn header(self) -> HeaderValue {
-        HeaderValue::from(u16::from(self as u8))
-    }
+fn header_value(code: Code) -> HeaderValue {
+    HeaderValue::from(u16::from(code as u8))
 }
 
 /// A response carrying only a status (and its message).
@@ -148,7 +84,7 @@ pub fn reply(framed: Vec<Bytes>) -> Response<Body> {
 /// percent-encoded as gRPC says (every byte outside printable ASCII, and
 /// `%`).
 pub fn put_status(h: &mut HeaderMap, code: Code, message: &str) {
-    h.insert(GRPC_STATUS, code.header());
+    h.insert(GRPC_STATUS, header_value(code));
     if message.is_empty() {
         return;
     }
@@ -200,6 +136,8 @@ impl http_body::Body for Unary {
 
 #[cfg(test)]
 mod tests {
+    use http::StatusCode;
+
     use super::*;
 
     #[test]
@@ -214,31 +152,31 @@ mod tests {
         let rule = Class::BadTensor {
             tensor: "INPUT0".into(),
         };
-        assert_eq!(Code::of(&rule), Code::InvalidArgument);
+        assert_eq!(code_of(&rule), Code::InvalidArgument);
         assert_eq!(
-            Code::of(&Class::Unauthenticated(Credentials::Missing)),
+            code_of(&Class::Unauthenticated(Credentials::Missing)),
             Code::Unauthenticated
         );
         let rate = Class::RateLimited {
             unit: LimitUnit::Requests,
             retry_after: Some(1),
         };
-        assert_eq!(Code::of(&rate), Code::ResourceExhausted);
+        assert_eq!(code_of(&rate), Code::ResourceExhausted);
         assert_eq!(
-            Code::of(&Class::Overloaded { retry_after: 1 }),
+            code_of(&Class::Overloaded { retry_after: 1 }),
             Code::Unavailable
         );
         let timeout = Class::Upstream {
             kind: UpstreamKind::Timeout,
             retry_after: None,
         };
-        assert_eq!(Code::of(&timeout), Code::DeadlineExceeded);
-        assert_eq!(Code::of(&Class::TooLarge), Code::ResourceExhausted);
+        assert_eq!(code_of(&timeout), Code::DeadlineExceeded);
+        assert_eq!(code_of(&Class::TooLarge), Code::ResourceExhausted);
         let refused = Class::Refused {
             status: StatusCode::BAD_REQUEST,
             message: "unexpected shape".into(),
         };
-        assert_eq!(Code::of(&refused), Code::InvalidArgument);
+        assert_eq!(code_of(&refused), Code::InvalidArgument);
         assert_eq!(Code::InvalidArgument.http(), 400);
     }
 

@@ -19,6 +19,7 @@ pub mod params;
 pub mod proto;
 pub mod request;
 pub mod response;
+pub mod status;
 pub mod wire;
 
 pub use error::{InferError, TensorProblem};
