@@ -294,3 +294,111 @@ async fn health_answers_for_the_gateway_and_its_routes() {
     let first = watch.message().await.unwrap().unwrap();
     assert_eq!(first.status, ServingStatus::Serving as i32);
 }
+
+fn repeat_request(text: &str, count: i32) -> ModelInferRequest {
+    let mut text_bytes = (text.len() as u32).to_le_bytes().to_vec();
+    text_bytes.extend_from_slice(text.as_bytes());
+    ModelInferRequest {
+        model_name: "repeat".into(),
+        inputs: vec![
+            input("text_input", "BYTES", &[1]),
+            input("count", "INT32", &[1]),
+            input("delay_ms", "INT32", &[1]),
+        ],
+        raw_input_contents: vec![text_bytes.into(), i32s(&[count]), i32s(&[10])],
+        ..Default::default()
+    }
+}
+
+#[tokio::test]
+async fn a_stream_to_an_http_backend_is_one_infer_per_request_in_order() {
+    let route =
+        "[routes.inputs.INPUT0]\nshape = [-1, 16]\n[routes.inputs.INPUT1]\nshape = [-1, 16]\n";
+    let mut s = start(route).await;
+    let mut bad = simple(&[0; 8], &[0; 16]);
+    bad.inputs[0].shape = vec![1, 8];
+    let requests = vec![simple(&[1; 16], &[1; 16]), bad, simple(&[5; 16], &[2; 16])];
+    let mut replies = s
+        .client
+        .model_stream_infer(tokio_stream::iter(requests))
+        .await
+        .unwrap()
+        .into_inner();
+    let first = replies.message().await.unwrap().unwrap();
+    assert_eq!(first.error_message, "");
+    let r = first.infer_response.unwrap();
+    assert_eq!(as_i32(&r.raw_output_contents[0]), vec![2; 16]);
+    // The request that breaks a rule is answered with an error message;
+    // the stream goes on.
+    let second = replies.message().await.unwrap().unwrap();
+    assert!(second.error_message.contains("INPUT0"), "{second:?}");
+    let third = replies.message().await.unwrap().unwrap();
+    let r = third.infer_response.unwrap();
+    assert_eq!(as_i32(&r.raw_output_contents[0]), vec![7; 16]);
+    assert_eq!(as_i32(&r.raw_output_contents[1]), vec![3; 16]);
+    assert!(replies.message().await.unwrap().is_none(), "OK at the end");
+
+    // A decoupled model cannot answer an HTTP infer: UNIMPLEMENTED, saying so.
+    let mut s = start("").await;
+    let mut replies = s
+        .client
+        .model_stream_infer(tokio_stream::iter(vec![repeat_request("hi", 3)]))
+        .await
+        .unwrap()
+        .into_inner();
+    let e = loop {
+        match replies.message().await {
+            Ok(Some(_)) => continue,
+            Ok(None) => panic!("the stream ended OK"),
+            Err(e) => break e,
+        }
+    };
+    assert_eq!(e.code(), Code::Unimplemented, "{e:?}");
+    assert!(e.message().contains("gRPC backend"), "{}", e.message());
+}
+
+#[tokio::test]
+async fn a_stream_to_a_grpc_backend_goes_through_both_ways() {
+    let demo = demo::spawn_grpc(std::net::SocketAddr::from(([127, 0, 0, 1], 0)))
+        .await
+        .unwrap();
+    let url = format!("grpc://{}", demo.addr);
+    let route = "[routes.inputs.text_input]\nshape = [1]\nallowed_types = [\"BYTES\"]\n\
+                 [routes.inputs.count]\nshape = [1]\n[routes.inputs.delay_ms]\nshape = [1]\n";
+    let gw = gateway(&simple_config(&url, route)).await;
+    let mut client = Client::connect(format!("http://{}", gw.data_addr))
+        .await
+        .unwrap();
+    // Two requests of the decoupled model, three responses each, and one
+    // that breaks a rule in between.
+    let mut bad = repeat_request("no", 2);
+    bad.inputs[0].shape = vec![2];
+    bad.raw_input_contents[0] = {
+        let mut b = Vec::new();
+        for t in ["a", "b"] {
+            b.extend_from_slice(&1u32.to_le_bytes());
+            b.extend_from_slice(t.as_bytes());
+        }
+        b.into()
+    };
+    let requests = vec![repeat_request("x", 3), bad, repeat_request("y", 3)];
+    let mut replies = client
+        .model_stream_infer(tokio_stream::iter(requests))
+        .await
+        .unwrap()
+        .into_inner();
+    let mut texts = Vec::new();
+    let mut errors = Vec::new();
+    while let Some(m) = replies.message().await.unwrap() {
+        if !m.error_message.is_empty() {
+            errors.push(m.error_message);
+            continue;
+        }
+        let r = m.infer_response.unwrap();
+        let raw = &r.raw_output_contents[0];
+        texts.push(String::from_utf8_lossy(&raw[4..]).into_owned());
+    }
+    assert_eq!(texts, ["x0", "x1", "x2", "y0", "y1", "y2"]);
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    assert!(errors[0].contains("text_input"), "{errors:?}");
+}

@@ -225,6 +225,11 @@ impl ChannelBody {
         let (tx, rx) = tokio::sync::mpsc::channel(capacity.max(1));
         (tx, ChannelBody { rx })
     }
+
+    /// The body a channel's receiving end feeds.
+    pub fn from_receiver(rx: tokio::sync::mpsc::Receiver<Result<Bytes, BoxError>>) -> Self {
+        ChannelBody { rx }
+    }
 }
 
 impl http_body::Body for ChannelBody {

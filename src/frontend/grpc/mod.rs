@@ -18,6 +18,7 @@ mod infer;
 mod message;
 mod meta;
 pub mod status;
+mod stream;
 
 use http::request::Parts;
 use http::{Method as HttpMethod, Response, header};
@@ -258,11 +259,7 @@ impl Frontend for Rpc {
         match method {
             Method::HealthCheck | Method::HealthWatch => health::serve(method, call).await,
             Method::ModelInfer => infer::serve(call).await,
-            Method::ModelStreamInfer => Err(GrpcError::Unimplemented(
-                "ModelStreamInfer",
-                "a stream of inferences is not translated yet",
-            )
-            .into()),
+            Method::ModelStreamInfer => stream::serve(call).await,
             _ => meta::serve(method, call).await,
         }
     }
