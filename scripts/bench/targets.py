@@ -15,9 +15,9 @@ class Check:
     """One target: NAME, the run's VALUE (a ratio of medians, or a
     difference of medians in µs), TARGET, OP (">=" a floor, "<=" a
     ceiling), UNIT ("x" or "µs"), the per-round values, and how the smoke
-    run judges it: "median" (VALUE) or "best" (the best round: for a tail
-    latency a single stall in a 2-second run moves it several-fold, so only
-    every round past the line fails). SMOKE False: reported, not judged."""
+    run judges it: "median" (VALUE) or "best" (the best round, when noise
+    only ever pushes one way: then only every round past the line fails).
+    SMOKE False: reported, not judged."""
 
     def __init__(self, name, val, target, op, unit, rounds, judge="median", smoke=True):
         assert op in (">=", "<=") and unit in ("x", "µs") and judge in ("median", "best")
