@@ -96,6 +96,10 @@ else
 fi
 [[ "$PEERS" =~ ^(nginx|haproxy|caddy)(,(nginx|haproxy|caddy))*$ ]] ||
   bench_die "--peers takes a comma-separated list of nginx, haproxy and caddy, not $PEERS"
+[ -z "$(tr ',' '\n' <<<"$PEERS" | sort | uniq -d)" ] || bench_die "--peers names a peer twice: $PEERS"
+if [ "$SMOKE" = 1 ] && [ "$ONLY" != triton ] && ! [[ ",$PEERS," == *,nginx,* && ",$PEERS," == *,haproxy,* ]]; then
+  bench_die "--smoke checks tensorgate against nginx and haproxy: --peers must name both"
+fi
 [[ "$REQUESTS" =~ ^[0-9]+=[0-9]+(,[0-9]+=[0-9]+)*$ ]] || bench_die "--requests takes N=K,... (elements=requests per round), not $REQUESTS"
 for v in "$DURATION" "$ROUNDS" "$CONNECTIONS" "$TRITON_ROUNDS"; do
   case "$v" in '' | *[!0-9]* | 0) bench_die "durations, rounds and connections are positive integers" ;; esac

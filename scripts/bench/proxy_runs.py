@@ -58,19 +58,24 @@ class Proxy:
         return [fn(v[num], v[den]) for _, v in sorted(rounds.items()) if num in v and den in v]
 
     def ratio(self, case, num, den, key):
-        """Ratio of medians and the per-round ratios."""
-        return (self.median(case, num, key) / self.median(case, den, key),
-                self.by_round(case, num, den, key, lambda a, b: a / b))
+        """Ratio of medians and the per-round ratios; (None, []) when either
+        side has no value (no runs, or a run that served no request)."""
+        a, b = self.median(case, num, key), self.median(case, den, key)
+        if a is None or not b:
+            return None, []
+        return a / b, self.by_round(case, num, den, key, lambda x, y: x / y if y else float("inf"))
 
     def added_us(self, case, target, key):
         """What TARGET adds to direct's latency KEY, in µs: difference of
         medians and the per-round differences."""
-        return ((self.median(case, target, key) - self.median(case, "direct", key)) * 1000,
-                self.by_round(case, target, "direct", key, lambda a, b: (a - b) * 1000))
+        a, b = self.median(case, target, key), self.median(case, "direct", key)
+        if a is None or b is None:
+            return None, []
+        return (a - b) * 1000, self.by_round(case, target, "direct", key, lambda x, y: (x - y) * 1000)
 
-    def cpu(self, case, target):
-        v = self.median(case, target, "cpu_us")
-        return "-" if v is None else f"{sig(v, 3)} µs"
+    def cpu(self, case, target, key="cpu_us", digits=3):
+        v = self.median(case, target, key)
+        return "-" if v is None else f"{sig(v, digits)} µs"
 
     def load_table(self):
         out = ["| case | target | requests/s | p99 | proxy CPU / request | vs nginx's | backend CPU / request |",
@@ -80,11 +85,12 @@ class Proxy:
                 if not self.of(case, t):
                     continue
                 vs = "-"
-                if t != "direct" and self.median(case, "nginx", "cpu_us"):
-                    vs = ratio(self.ratio(case, t, "nginx", "cpu_us")[0])
+                v = self.ratio(case, t, "nginx", "cpu_us")[0] if t != "direct" else None
+                if v is not None:
+                    vs = ratio(v)
                 out.append(f"| {CASES[case]} | {label(t)} | {sig(self.median(case, t, 'rps'))} | "
                            f"{ms(self.median(case, t, 'p99'))} | {self.cpu(case, t)} | {vs} | "
-                           f"{sig(self.median(case, t, 'backend_us'), 2)} µs |")
+                           f"{self.cpu(case, t, 'backend_us', 2)} |")
         return out
 
     def sequential_table(self):
@@ -96,7 +102,7 @@ class Proxy:
                 continue
             added = ["-", "-"]
             if t != "direct" and self.of(case, "direct"):
-                added = [f"{us(v)} ({span(rounds, 'µs')})"
+                added = [f"{us(v)} ({span(rounds, 'µs')})" if v is not None else "-"
                          for v, rounds in (self.added_us(case, t, "p50"), self.added_us(case, t, "p99"))]
             out.append(f"| {label(t)} | {sig(self.median(case, t, 'rps'))} | {ms(self.median(case, t, 'p50'))} | "
                        f"{ms(self.median(case, t, 'p99'))} | {added[0]} | {added[1]} | {self.cpu(case, t)} |")
@@ -110,11 +116,8 @@ class Proxy:
             for key, what in (("rps", "requests/s"), ("cpu_us", "CPU per request"), ("p99", "p99")):
                 cells = []
                 for p in peers:
-                    if self.has(case, "tensorgate", p) and self.median(case, p, key):
-                        v, rounds = self.ratio(case, "tensorgate", p, key)
-                        cells.append(f"{ratio(v)} ({span(rounds)})")
-                    else:
-                        cells.append("-")
+                    v, rounds = self.ratio(case, "tensorgate", p, key)
+                    cells.append("-" if v is None else f"{ratio(v)} ({span(rounds)})")
                 out.append(f"| {case}: {what} | " + " | ".join(cells) + " |")
         return out
 

@@ -140,7 +140,8 @@ def main(argv):
         write_doc(doc, lines)
         print(f"bench-proxy: wrote the section into {doc}", file=sys.stderr)
     for c in checks:
-        print(f"bench-proxy: {c.name}: {value(c.value, c.unit)} ({c.state()})", file=sys.stderr)
+        shown = "-" if c.value is None else value(c.value, c.unit)
+        print(f"bench-proxy: {c.name}: {shown} ({c.state()})", file=sys.stderr)
     failed = [c for c in checks if c.smoke_failed()]
     if "--smoke" in argv and failed:
         for c in failed:

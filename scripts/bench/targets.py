@@ -14,7 +14,8 @@ from fmt import span, value
 class Check:
     """One target: NAME, the run's VALUE (a ratio of medians, or a
     difference of medians in µs), TARGET, OP (">=" a floor, "<=" a
-    ceiling), UNIT ("x" or "µs"), the per-round values, and how the smoke
+    ceiling; None when the run gave nothing to judge, which fails the smoke
+    run), UNIT ("x" or "µs"), the per-round values, and how the smoke
     run judges it: "median" (VALUE) or "best" (the best round, when noise
     only ever pushes one way: then only every round past the line fails).
     SMOKE False: reported, not judged."""
@@ -25,6 +26,8 @@ class Check:
         self.rounds, self.judge, self.smoke = list(rounds), judge, smoke
 
     def met(self):
+        if self.value is None:
+            return False
         return self.value >= self.target if self.op == ">=" else self.value <= self.target
 
     def line(self):
@@ -41,22 +44,29 @@ class Check:
         return self.value
 
     def smoke_failed(self):
-        return self.smoke and self.past(self.judged())
+        return self.smoke and (self.value is None or self.past(self.judged()))
 
     def state(self):
         if self.met():
             return "met"
-        return "missed, past the --smoke line" if self.past(self.value) else "missed"
+        if self.value is None:
+            return "no value: a target served no request"
+        if not self.smoke:
+            return "missed; not checked by --smoke"
+        return "missed, past the --smoke line" if self.past(self.judged()) else "missed"
 
     def row(self):
         past = ">" if self.op == "<=" else "<"
         smoke = f"{past} {value(self.line(), self.unit)}" + (" in every round" if self.judge == "best" else "")
         if not self.smoke:
             smoke = "not checked"
-        return (f"| {self.name} | {self.op} {value(self.target, self.unit)} | {value(self.value, self.unit)} | "
+        result = "-" if self.value is None else value(self.value, self.unit)
+        return (f"| {self.name} | {self.op} {value(self.target, self.unit)} | {result} | "
                 f"{span(self.rounds, self.unit)} | {'met' if self.met() else '**missed**'} | {smoke} |")
 
     def failure(self):
+        if self.value is None:
+            return f"{self.name}: no value (a target served no request)"
         side = "below" if self.op == ">=" else "above"
         judged = "its best round " if self.judge == "best" else ""
         return (f"{self.name}: {judged}{value(self.judged(), self.unit)}, {side} "
