@@ -309,6 +309,11 @@ mod tests {
             "http://127.0.0.1:8001/triton"
         );
         assert_eq!(parse_url("https://x:1/p").unwrap(), "https://x:1/p");
+        assert_eq!(
+            parse_url("grpc://127.0.0.1:8001").unwrap(),
+            "grpc://127.0.0.1:8001"
+        );
+        assert!(is_https(&parse_url("grpcs://x:1").unwrap()));
         assert!(is_https(&parse_url("https://x").unwrap()));
         assert!(!is_https(&parse_url("http://x").unwrap()));
         for bad in [
@@ -321,7 +326,7 @@ mod tests {
             assert!(
                 parse_url(bad)
                     .unwrap_err()
-                    .contains("is not an http://host:port or https://host:port URL"),
+                    .contains("is not an http://host:port, https://host:port, grpc://host:port or grpcs://host:port URL"),
                 "{bad}"
             );
         }
