@@ -67,6 +67,13 @@ pub trait Frontend: Sync {
         false
     }
 
+    /// The time the client gives the request, when its protocol carries
+    /// one (gRPC's `grpc-timeout`): the request is given up once it runs
+    /// out, and backend exchanges are bounded by it.
+    fn deadline(&self, _head: &http::HeaderMap) -> Result<Option<std::time::Duration>, Error> {
+        Ok(None)
+    }
+
     /// How the body is opened on `route`.
     fn body(&self, route: &Route) -> BodyPlan {
         BodyPlan::Read {

@@ -10,6 +10,7 @@
 //! `Retry-After` where the class says when to retry.
 
 use std::sync::Arc;
+use std::time::Instant;
 
 use http::request::Parts;
 use http::{Request, Response, header};
@@ -18,7 +19,7 @@ use hyper::body::Incoming;
 use super::Gateway;
 use super::dispatch::{self, Endpoint};
 use crate::config::{Config, Route};
-use crate::error::Error;
+use crate::error::{DeadlineExceeded, Error};
 use crate::frontend::{BodyPlan, Call, Frontend, Payload, Routing, Services, Target, v2};
 use crate::guard::Unauthorized;
 use crate::guard::sigv4::Claim;
@@ -73,11 +74,35 @@ impl Gateway {
         req: Request<Incoming>,
         obs: Observation,
     ) -> Response<Body> {
-        // The frontend's future is awaited here, not inside another: each
-        // level of futures is one more copy of it per request.
-        let served = match self.place(&f, req, &obs).await {
-            Ok(call) => f.serve(call).await,
-            Err(e) => Err(e),
+        let given = match f.deadline(req.headers()) {
+            Ok(given) => given,
+            Err(e) => {
+                let resp = failed(e, &obs, |e| f.render(e, &obs));
+                return obs.finish(resp);
+            }
+        };
+        if let Some(after) = given {
+            obs.set_deadline(Instant::now() + after);
+        }
+        // The frontend's future is pinned in this one, not moved into
+        // another: each move is one more copy of it per request.
+        let served = {
+            let serving = std::pin::pin!(async {
+                match self.place(&f, req, &obs).await {
+                    Ok(call) => f.serve(call).await,
+                    Err(e) => Err(e),
+                }
+            });
+            match (given, obs.deadline()) {
+                (Some(after), Some(at)) => {
+                    tokio::select! {
+                        biased;
+                        served = serving => served,
+                        _ = tokio::time::sleep_until(at.into()) => Err(DeadlineExceeded { after }.into()),
+                    }
+                }
+                _ => serving.await,
+            }
         };
         let resp = match served {
             Ok(resp) => resp,

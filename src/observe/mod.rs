@@ -70,6 +70,9 @@ struct Inner {
     backend_hint: Option<String>,
     /// Set once the caller is checked (`gateway::guard`).
     caller: OnceLock<Caller>,
+    /// The client's own deadline, when its protocol carries one (gRPC's
+    /// `grpc-timeout`).
+    deadline: OnceLock<Instant>,
 }
 
 #[derive(Debug)]
@@ -138,6 +141,7 @@ impl Observation {
                 backend: AtomicUsize::new(usize::MAX),
                 backend_hint: s.backend_hint,
                 caller: OnceLock::new(),
+                deadline: OnceLock::new(),
             }),
         };
         obs.inner.unbound.in_flight.inc();
@@ -371,5 +375,17 @@ impl Observation {
     /// HTTP status says nothing (a gRPC status stands for one).
     pub fn set_status(&self, status: u16) {
         self.inner.status.store(status, Ordering::Relaxed);
+    }
+
+    /// The client's deadline: every backend exchange for the request ends
+    /// by then, and a gRPC backend is told the time left. Only the first
+    /// call counts.
+    pub fn set_deadline(&self, at: Instant) {
+        let _ = self.inner.deadline.set(at);
+    }
+
+    /// The client's deadline, if it gave one.
+    pub fn deadline(&self) -> Option<Instant> {
+        self.inner.deadline.get().copied()
     }
 }

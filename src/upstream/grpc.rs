@@ -43,6 +43,7 @@ pub fn call(
         body: OutBody::Chunks(framed),
         model,
         idempotent,
+        deadline: None,
     })
 }
 

@@ -33,6 +33,8 @@ pub enum GrpcError {
     Encoding(String),
     #[error("unknown method {0}")]
     UnknownMethod(String),
+    #[error("{0}")]
+    Timeout(#[from] grpc::timeout::TimeoutError),
     #[error("{0} is not served here: {1}")]
     Unimplemented(&'static str, &'static str),
     #[error("the backend's {what} cannot be translated to gRPC: {reason}")]

@@ -212,12 +212,12 @@ async fn forward(
 ) -> Result<Bytes, Error> {
     let read_only = method.control().is_none();
     let model = Some(exchange.obs.model().to_owned()).filter(|m| !m.is_empty());
-    let out = upstream_grpc::call(method.name(), vec![bytes], headers, model, read_only).map_err(
-        |e| GrpcError::Translate {
+    let mut out = upstream_grpc::call(method.name(), vec![bytes], headers, model, read_only)
+        .map_err(|e| GrpcError::Translate {
             what: "call",
             reason: e.to_string(),
-        },
-    )?;
+        })?;
+    out.deadline = exchange.obs.deadline();
     let sent = std::time::Instant::now();
     let resp = exchange
         .upstream
@@ -326,6 +326,7 @@ async fn fetch(
         body,
         model: Some(exchange.obs.model().to_owned()).filter(|m| !m.is_empty()),
         idempotent: false,
+        deadline: exchange.obs.deadline(),
     };
     let sent = std::time::Instant::now();
     let resp = upstream

@@ -27,6 +27,7 @@ pub use message::GrpcError;
 use status::code_of;
 
 use super::{BodyPlan, Call, Frontend, Routing, Target};
+use crate::codec::grpc::timeout;
 use crate::codec::v2::path::{self, Control, V2Path};
 use crate::config::{Config, Route};
 use crate::error::Error;
@@ -39,6 +40,9 @@ use crate::observe::Observation;
 pub const INFERENCE: &str = "inference.GRPCInferenceService";
 /// The standard health service.
 pub const HEALTH: &str = "grpc.health.v1.Health";
+
+/// The time the client gives the call.
+pub const GRPC_TIMEOUT: header::HeaderName = header::HeaderName::from_static("grpc-timeout");
 
 /// Largest health-check request read (a service name).
 const HEALTH_BODY_BYTES: u64 = 64 << 10;
@@ -246,6 +250,14 @@ impl Frontend for Rpc {
 
     fn allowed(&self, route: &Route) -> Result<(), Error> {
         allowed(self.method, route)
+    }
+
+    fn deadline(&self, head: &http::HeaderMap) -> Result<Option<std::time::Duration>, Error> {
+        let Some(value) = head.get(GRPC_TIMEOUT) else {
+            return Ok(None);
+        };
+        let after = timeout::parse(value.as_bytes()).map_err(GrpcError::from)?;
+        Ok(Some(after))
     }
 
     fn body(&self, route: &Route) -> BodyPlan {

@@ -37,7 +37,7 @@ pub fn code_of(class: &Class) -> Code {
         | Class::UnsupportedMediaType
         | Class::NotAcceptable => Code::Unimplemented,
         Class::TooLarge | Class::RateLimited { .. } => Code::ResourceExhausted,
-        Class::BodyTimeout => Code::DeadlineExceeded,
+        Class::BodyTimeout | Class::DeadlineExceeded => Code::DeadlineExceeded,
         Class::NotFound { .. } => Code::NotFound,
         Class::Forbidden => Code::PermissionDenied,
         Class::Unauthenticated(_) => Code::Unauthenticated,

@@ -17,10 +17,11 @@
 //! The stream's messages are read under the route's body limit each (on
 //! their prefix), and the whole stream under the server's body timeouts.
 
+use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use http::{HeaderMap, HeaderValue, Response, StatusCode, header};
@@ -30,9 +31,10 @@ use tokio::sync::mpsc;
 use super::message::{self, GrpcError};
 use super::status::{self, Code, code_of};
 use crate::codec::grpc::proto::inference::ModelInferRequest;
+use crate::codec::grpc::proto::inference::infer_parameter::ParameterChoice;
 use crate::codec::grpc::{self, FrameDecoder, frame};
 use crate::config::{Protocol, Route};
-use crate::error::Error;
+use crate::error::{DeadlineExceeded, Error};
 use crate::frontend::{Call, Target};
 use crate::http::body::{Body, BoxError};
 use crate::http::client_body::ClientBody;
@@ -99,10 +101,22 @@ pub async fn serve(call: Call<'_>) -> Result<Response<Body>, Error> {
     };
     let (tx, rx) = mpsc::channel(BUFFERED_FRAMES);
     let reader = Reader { body, frames };
+    let deadline = obs.deadline();
+    let (out, obs) = (tx.clone(), obs.clone());
     if stream.upstream.backend.protocol() == Protocol::Grpc {
-        tokio::spawn(through_grpc(stream, first, reader, tx));
+        tokio::spawn(within(
+            deadline,
+            out,
+            obs,
+            through_grpc(stream, first, reader, tx),
+        ));
     } else {
-        tokio::spawn(through_http(stream, first, reader, tx));
+        tokio::spawn(within(
+            deadline,
+            out,
+            obs,
+            through_http(stream, first, reader, tx),
+        ));
     }
     let mut resp = Response::new(http_body_util::BodyExt::boxed_unsync(Frames(rx)));
     resp.headers_mut().insert(
@@ -110,6 +124,24 @@ pub async fn serve(call: Call<'_>) -> Result<Response<Body>, Error> {
         HeaderValue::from_static(status::CONTENT_TYPE),
     );
     Ok(resp)
+}
+
+/// Runs the stream's task until the client's deadline, if it gave one;
+/// then the stream ends with DEADLINE_EXCEEDED.
+async fn within(
+    deadline: Option<Instant>,
+    tx: Out,
+    obs: Observation,
+    task: impl Future<Output = ()>,
+) {
+    let Some(at) = deadline else {
+        return task.await;
+    };
+    if tokio::time::timeout_at(at.into(), task).await.is_err() {
+        let started = Instant::now().checked_sub(obs.elapsed());
+        let after = started.map_or(Duration::ZERO, |s| at.saturating_duration_since(s));
+        fail(&tx, &obs, &DeadlineExceeded { after }.into()).await;
+    }
 }
 
 /// The client's side of the stream.
@@ -172,10 +204,28 @@ async fn fail(tx: &Out, obs: &Observation, e: &Error) {
     end(tx, obs, code_of(&e.class()), &e.to_string()).await;
 }
 
+/// The request parameter asking every response of a stream to say whether
+/// it is the request's last (`triton_final_response`). gRPC streams only:
+/// Triton's HTTP endpoint refuses `triton_` parameters.
+const EMPTY_FINAL: &str = "triton_enable_empty_final_response";
+/// The response parameter saying so.
+const FINAL: &str = "triton_final_response";
+
+/// One request of a stream, checked and converted.
+struct Checked {
+    req: InferRequest,
+    /// The client asked for [`FINAL`] on every response.
+    says_final: bool,
+}
+
 /// Checks one request message against the stream's route: its model is
 /// the route's, its tensors pass the rules; the request, converted.
-fn checked(stream: &Stream, message: Bytes) -> Result<InferRequest, Error> {
-    let request: ModelInferRequest = message::decode(message, "ModelInferRequest")?;
+fn checked(stream: &Stream, message: Bytes) -> Result<Checked, Error> {
+    let mut request: ModelInferRequest = message::decode(message, "ModelInferRequest")?;
+    let says_final = request
+        .parameters
+        .remove(EMPTY_FINAL)
+        .is_some_and(|p| matches!(p.parameter_choice, Some(ParameterChoice::BoolParam(true))));
     let version = Some(request.model_version.clone()).filter(|v| !v.is_empty());
     let name = request.model_name.clone();
     let v2 = grpc::request_to_v2(request, &doc_limits(&stream.route)).map_err(GrpcError::from)?;
@@ -190,10 +240,13 @@ fn checked(stream: &Stream, message: Bytes) -> Result<InferRequest, Error> {
             _ => TensorData::Pieces(pieces),
         })
         .collect();
-    Ok(InferRequest {
-        model: ModelRef { name, version },
-        header: v2.header,
-        data,
+    Ok(Checked {
+        req: InferRequest {
+            model: ModelRef { name, version },
+            header: v2.header,
+            data,
+        },
+        says_final,
     })
 }
 
@@ -216,8 +269,8 @@ async fn through_http(stream: Stream, first: Bytes, mut reader: Reader, tx: Out)
     while let Some(message) = next {
         let started = Instant::now();
         let answered = match checked(&stream, message) {
-            Ok(req) => match same_route(&stream, &req.model.name) {
-                Ok(()) => infer_http(&stream, req, started).await,
+            Ok(c) => match same_route(&stream, &c.req.model.name) {
+                Ok(()) => infer_http(&stream, c, started).await,
                 Err(e) => Err(e),
             },
             Err(e) => Err(e),
@@ -255,11 +308,8 @@ fn refused_with(e: &Error, status: StatusCode) -> bool {
 
 /// One request of the stream through the core to an HTTP backend: the
 /// stream's response message.
-async fn infer_http(
-    stream: &Stream,
-    req: InferRequest,
-    started: Instant,
-) -> Result<Vec<Bytes>, Error> {
+async fn infer_http(stream: &Stream, c: Checked, started: Instant) -> Result<Vec<Bytes>, Error> {
+    let Checked { req, says_final } = c;
     let exchange = stream.exchange();
     let model = req.model.clone();
     let prepared = backend::prepare(exchange, req, started).await?;
@@ -267,12 +317,30 @@ async fn infer_http(
         Sent::Failed(resp) => return Err(backend::refusal(exchange, &model, resp).await.into()),
         Sent::Reply(reply) => reply,
     };
-    let (_, reply) = reply.head(exchange).await?.collect(exchange).await?;
+    let (_, mut reply) = reply.head(exchange).await?.collect(exchange).await?;
+    if says_final {
+        // One infer, one response: always the request's last.
+        mark_final(&mut reply.header);
+    }
     stream
         .obs
         .elements(Direction::Response, reply.element_count());
     let data: Vec<Vec<Bytes>> = reply.data.iter().map(|d| d.pieces().to_vec()).collect();
     Ok(grpc::encode_stream_response(&reply.header, &data).map_err(GrpcError::from)?)
+}
+
+/// Sets [`FINAL`] in a response's parameters.
+fn mark_final(header: &mut crate::codec::v2::Document) {
+    let flag = (FINAL.to_owned(), serde_json::Value::Bool(true));
+    match header.members.iter_mut().find(|(k, _)| k == "parameters") {
+        Some((_, serde_json::Value::Object(p))) => {
+            p.insert(flag.0, flag.1);
+        }
+        _ => header.members.push((
+            "parameters".to_owned(),
+            serde_json::Value::Object([flag].into_iter().collect()),
+        )),
+    }
 }
 
 /// To a gRPC backend: the stream goes through both ways.
@@ -293,6 +361,7 @@ async fn through_grpc(stream: Stream, first: Bytes, mut reader: Reader, tx: Out)
         )),
         model: Some(stream.obs.model().to_owned()).filter(|m| !m.is_empty()),
         idempotent: false,
+        deadline: stream.obs.deadline(),
     };
     // Requests go while the backend's responses come back.
     let forward = forward_requests(&stream, first, &mut reader, to_backend, &tx);
@@ -328,7 +397,7 @@ async fn forward_requests(
 ) -> Result<(), Error> {
     let mut next = Some(first);
     while let Some(message) = next {
-        let passed = checked(stream, message.clone()).and_then(|req| {
+        let passed = checked(stream, message.clone()).and_then(|Checked { req, .. }| {
             same_route(stream, &req.model.name)?;
             stream.obs.charge_elements(req.element_count())?;
             stream.obs.elements(Direction::Request, req.element_count());

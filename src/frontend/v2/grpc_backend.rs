@@ -64,7 +64,7 @@ pub async fn serve(
         Rpc::Flag(n, m) | Rpc::Json(n, m, _) | Rpc::Empty(n, m) => (*n, m.clone()),
     };
     let model = exchange.obs.model().to_owned();
-    let out = grpc::call(
+    let mut out = grpc::call(
         name,
         vec![message.into()],
         trace_headers(&head.headers),
@@ -72,6 +72,7 @@ pub async fn serve(
         true,
     )
     .map_err(|e| bad_reply(exchange, e.to_string()))?;
+    out.deadline = exchange.obs.deadline();
     let sent = std::time::Instant::now();
     let resp = exchange
         .upstream

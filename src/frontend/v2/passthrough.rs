@@ -102,6 +102,7 @@ impl Frontend for Passthrough {
             body,
             model: Some(model).filter(|m| !m.is_empty()),
             idempotent: false,
+            deadline: obs.deadline(),
         };
         let sent = std::time::Instant::now();
         let resp = match upstream.send(out, Some(obs.watch())).await {

@@ -292,6 +292,7 @@ fn outgoing(
         body,
         model: Some(model.name.clone()),
         idempotent: exchange.route.retry_infer,
+        deadline: exchange.obs.deadline(),
     }
 }
 

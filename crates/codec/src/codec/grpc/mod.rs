@@ -20,6 +20,7 @@ pub mod proto;
 pub mod request;
 pub mod response;
 pub mod status;
+pub mod timeout;
 pub mod wire;
 
 pub use error::{InferError, TensorProblem};
