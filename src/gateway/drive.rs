@@ -16,6 +16,7 @@
 //! told of a cut (HTTP/1.0) is held whole first ([`super::whole`]).
 
 use std::sync::Arc;
+use std::time::Instant;
 
 use http::request::Parts;
 use http::{HeaderValue, Request, Response, Version, header};
@@ -26,7 +27,7 @@ use super::Gateway;
 use super::dispatch::{self, Endpoint};
 use super::whole;
 use crate::config::{Config, Route};
-use crate::error::Error;
+use crate::error::{DeadlineExceeded, Error};
 use crate::frontend::{BodyPlan, Call, Frontend, Payload, Routing, Services, Target, v2};
 use crate::guard::Unauthorized;
 use crate::guard::sigv4::Claim;
@@ -35,6 +36,7 @@ use crate::http::client_body::{self, BodyError, ClientBody};
 use crate::http::headers::strip_credentials;
 use crate::http::wire::{BodyClock, Wire};
 use crate::infer::{Exchange, split};
+use crate::metrics::Kind;
 use crate::observe::{Observation, Start, ensure_request_id};
 use std::future::Future;
 use std::pin::Pin;
@@ -50,7 +52,7 @@ impl Gateway {
     pub fn handle(&self, mut req: Request<Incoming>) -> Handling {
         let request_id = ensure_request_id(req.headers_mut());
         let backend_hint = split::take_hint(req.headers_mut());
-        let endpoint = dispatch::classify(req.method(), req.uri().path(), &self.shared.prefixes);
+        let endpoint = dispatch::endpoint(&req, &self.shared.prefixes);
         let obs = Observation::start(Start {
             metrics: &self.shared.metrics,
             kind: endpoint
@@ -68,6 +70,7 @@ impl Gateway {
             Ok(Endpoint::Decthings(f)) => Box::pin(gw.drive(f, req, obs)),
             Ok(Endpoint::SageMakerPing(f)) => Box::pin(gw.drive(f, req, obs)),
             Ok(Endpoint::SageMaker(f)) => Box::pin(gw.drive(f, req, obs)),
+            Ok(Endpoint::Grpc(f)) => Box::pin(gw.drive(f, req, obs)),
             Err(e) => {
                 let resp = failed(e.into(), &obs, v2::render);
                 Box::pin(std::future::ready(obs.finish(resp)))
@@ -81,29 +84,55 @@ impl Gateway {
         req: Request<Incoming>,
         obs: Observation,
     ) -> Response<Body> {
+        let given = match f.deadline(req.headers()) {
+            Ok(given) => given,
+            Err(e) => {
+                let resp = failed(e, &obs, |e| f.render(e, &obs));
+                return obs.finish(resp);
+            }
+        };
+        if let Some(after) = given {
+            obs.set_deadline(Instant::now() + after);
+        }
         let (head, body) = req.into_parts();
         let (version, whole) = (head.version, whole::wanted(&head));
         let clock = BodyClock::start(&head.headers, (&self.shared.config.server).into());
         let wire = Wire::new(body, clock.clone());
-        let served = match self.place(&f, head, wire, &obs).await {
-            // The frontend's future is awaited here, not inside another:
-            // each level of futures is one more copy of it per request.
-            Ok(call) => {
-                let serve = std::pin::pin!(f.serve(call));
-                let overdue = std::pin::pin!(clock.overdue());
-                let total = clock.timeouts().total;
-                race(serve, overdue, || {
-                    BodyError::Deadline { limit: total }.into()
-                })
-                .await
+        // The frontend's future is pinned in this one, not moved into
+        // another: each move is one more copy of it per request.
+        let served = {
+            let serving = std::pin::pin!(async {
+                match self.place(&f, head, wire, &obs).await {
+                    Ok(call) => {
+                        let serve = std::pin::pin!(f.serve(call));
+                        let overdue = std::pin::pin!(clock.overdue());
+                        let total = clock.timeouts().total;
+                        race(serve, overdue, || {
+                            BodyError::Deadline { limit: total }.into()
+                        })
+                        .await
+                    }
+                    Err(e) => Err(e),
+                }
+            });
+            match (given, obs.deadline()) {
+                (Some(after), Some(at)) => {
+                    tokio::select! {
+                        biased;
+                        served = serving => served,
+                        _ = tokio::time::sleep_until(at.into()) => Err(DeadlineExceeded { after }.into()),
+                    }
+                }
+                _ => serving.await,
             }
-            Err(e) => Err(e),
         };
         let mut resp = match served {
             Ok(resp) => resp,
             Err(e) => failed(e, &obs, |e| f.render(e, &obs)),
         };
-        if !clock.ended() {
+        // A gRPC stream reads its request stream under the same deadline
+        // and ends with its status in trailers, which a cut would lose.
+        if !clock.ended() && f.kind() != Kind::Grpc {
             resp = resp.map(|b| clock.bound(b).boxed_unsync());
         }
         if whole && whole::needed(&resp) {
@@ -163,6 +192,12 @@ impl Gateway {
                 let plan = BodyPlan::Read { limit };
                 let body = self.open(&head, body, f.kind().label(), plan, obs)?;
                 (Target::Deferred { services: self }, body)
+            }
+            Routing::Gateway { body_limit } => {
+                let plan = BodyPlan::Read { limit: body_limit };
+                let body = self.open(&head, body, f.kind().label(), plan, obs)?;
+                let health = self.health();
+                (Target::Gateway { health }, body)
             }
         };
         Ok(Call {

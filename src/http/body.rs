@@ -44,6 +44,15 @@ pub fn concat(mut pieces: Vec<Bytes>) -> Bytes {
     }
 }
 
+/// `{"error": message}` as bytes.
+pub fn error_body(message: &str) -> Bytes {
+    let mut out = Vec::with_capacity(message.len() + 12);
+    out.extend_from_slice(b"{\"error\":");
+    crate::codec::v2::strings::write_json_string(message.as_bytes(), &mut out);
+    out.push(b'}');
+    Bytes::from(out)
+}
+
 /// A JSON response with a status.
 pub fn json_response(status: http::StatusCode, body: Bytes) -> http::Response<Body> {
     let mut resp = http::Response::new(full(body));
@@ -198,5 +207,41 @@ where
 
     fn is_end_stream(&self) -> bool {
         self.prefix.is_empty() && self.inner.is_end_stream()
+    }
+}
+
+/// A body fed by a task through a bounded channel: the task waits while the
+/// client reads, so what is buffered stays at the channel's few chunks. An
+/// `Err` from the task aborts the body (the client sees a cut-off reply,
+/// never a complete-looking one).
+#[derive(Debug)]
+pub struct ChannelBody {
+    rx: tokio::sync::mpsc::Receiver<Result<Bytes, BoxError>>,
+}
+
+impl ChannelBody {
+    /// A body and the sender that feeds it.
+    pub fn new(capacity: usize) -> (tokio::sync::mpsc::Sender<Result<Bytes, BoxError>>, Self) {
+        let (tx, rx) = tokio::sync::mpsc::channel(capacity.max(1));
+        (tx, ChannelBody { rx })
+    }
+
+    /// The body a channel's receiving end feeds.
+    pub fn from_receiver(rx: tokio::sync::mpsc::Receiver<Result<Bytes, BoxError>>) -> Self {
+        ChannelBody { rx }
+    }
+}
+
+impl http_body::Body for ChannelBody {
+    type Data = Bytes;
+    type Error = BoxError;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
+        self.rx
+            .poll_recv(cx)
+            .map(|item| item.map(|r| r.map(Frame::data)))
     }
 }
