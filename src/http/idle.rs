@@ -39,7 +39,7 @@ pub struct StreamOverdue {
 }
 
 /// A body whose pauses are bounded: `Err(StreamStalled)` once the inner
-/// body has been pending for `idle`; with [`Idle::until`], also
+/// body has been pending for `idle`; with [`Idle::until_at`], also
 /// `Err(StreamOverdue)` once it is pending past its deadline.
 #[derive(Debug)]
 pub struct Idle<B> {
