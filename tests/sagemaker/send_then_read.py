@@ -3,7 +3,7 @@ as Python's http.client and boto3 do, against the demo gateway (``tensorgate``
 with no arguments; model ``rowsum``, whose JSON Lines reply echoes every
 record's features next to its score, so the reply outgrows the request):
 
-- a CSV of more than 16 MB (200,000 records of 8 features) and
+- a CSV of more than 16 MB (500,000 records of 8 features) and
 - a CSV of 1,000,000 records (3 features),
 
 each posted to ``/invocations`` with http.client and to the Runtime API path
@@ -101,7 +101,7 @@ def with_boto3(port, body):
 
 
 def main():
-    cases = [("16 MB CSV", 200_000, 8), ("1M-row CSV", 1_000_000, 3)]
+    cases = [("16 MB CSV", 500_000, 8), ("1M-row CSV", 1_000_000, 3)]
     clients = [("http.client", with_http_client), ("boto3", with_boto3)]
     failed = False
     for name, rows, features in cases:
