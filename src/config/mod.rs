@@ -20,6 +20,7 @@ mod load;
 mod raw;
 mod route;
 mod server;
+mod store;
 mod tls;
 mod validate;
 
@@ -34,6 +35,7 @@ pub use frontends::{DecthingsRoute, MultipleTensors, SageMakerOutput, SageMakerR
 pub use load::{from_str, from_str_in, load_file};
 pub use route::{Control, Route, Shadow, Weighted, WireFormat};
 pub use server::{DEFAULT_ADMIN_LISTEN, DEFAULT_LISTEN, Limits, Readyz, ServerConfig};
+pub use store::{OnStoreError, RateLimitStore, StoreUrl};
 pub use tls::{BackendTls, ClientAuth, Identity, PemFile, ServerTls, ServerTlsFiles};
 
 /// The whole, validated configuration.
@@ -43,6 +45,9 @@ pub struct Config {
     pub backends: BTreeMap<String, Arc<Backend>>,
     /// Routes in file order; the first one listing a model wins.
     pub routes: Vec<Arc<Route>>,
+    /// `[rate_limit_store]`: the buckets shared with other gateways;
+    /// `None`, each gateway keeps its own.
+    pub rate_limit_store: Option<RateLimitStore>,
 }
 
 impl Config {

@@ -19,13 +19,14 @@ use super::Gateway;
 use super::dispatch::{self, Endpoint};
 use crate::config::{Config, Route};
 use crate::error::Error;
-use crate::frontend::{BodyPlan, Call, Frontend, Payload, Routing, Services, Target, v2};
+use crate::frontend::{Binding, BodyPlan, Call, Frontend, Payload, Routing, Services, Target, v2};
+use crate::guard::Checked;
 use crate::guard::Unauthorized;
 use crate::guard::sigv4::Claim;
 use crate::http::body::Body;
 use crate::http::client_body::{self, ClientBody};
 use crate::http::headers::strip_credentials;
-use crate::infer::{Exchange, split};
+use crate::infer::split;
 use crate::observe::{Observation, Start, ensure_request_id};
 use std::future::Future;
 use std::pin::Pin;
@@ -101,7 +102,9 @@ impl Gateway {
                 f.allowed(route)?;
                 let mut claim = None;
                 if f.guarded() {
-                    claim = self.authorize_head(route, &head.headers, f.sigv4(), obs)?;
+                    claim = self
+                        .authorize_head(route, &head.headers, f.sigv4(), obs)
+                        .await?;
                     self.admit(obs).await?;
                 }
                 let body = match claim {
@@ -195,7 +198,8 @@ impl Gateway {
                 route: Some(route.name.clone()),
                 problem,
             })?;
-        self.admit_caller(route, Some(claim.key().clone()), obs)?;
+        self.admit_caller(route, Some(claim.key().clone()), obs)
+            .await?;
         Ok(Payload::Read(body))
     }
 }
@@ -211,10 +215,16 @@ impl Services for Gateway {
         model: &str,
         head: &Parts,
         obs: &'a Observation,
-    ) -> Result<Exchange<'a>, Error> {
+    ) -> Binding<'a> {
         obs.bind(route, model);
-        self.authorize_head(route, &head.headers, false, obs)?;
-        Ok(self.exchange(route, obs)?)
+        let checked = self.check_head(route, &head.headers, false);
+        Box::pin(async move {
+            // SigV4 is not taken here: the check gives a key or fails.
+            if let Checked::Key(key) = checked? {
+                self.admit_caller(route, key, obs).await?;
+            }
+            Ok(self.exchange(route, obs)?)
+        })
     }
 }
 

@@ -177,7 +177,7 @@ impl Gateway {
         let shadows = shadows(&config, &clients, &metrics, &admission);
         let shared = Arc::new(Shared {
             prefixes: dispatch::Prefixes::new(&config),
-            limits: registry.table(&config),
+            limits: registry.table(&config, Some(&metrics)),
             registry,
             config,
             clients,

@@ -33,6 +33,7 @@ mod bucket;
 mod error;
 pub mod limits;
 pub mod sigv4;
+pub mod store;
 
 use std::sync::Arc;
 

@@ -17,7 +17,7 @@ pub use collect::{Stage1, parse};
 pub use shape::{Table, Word};
 pub use values::*;
 
-use super::{ClientAuth, Control, MultipleTensors, Readyz, WireFormat};
+use super::{ClientAuth, Control, MultipleTensors, OnStoreError, Readyz, WireFormat};
 
 /// The file. Absent tables deserialize with every key absent. Sub-tables
 /// are [`Table`]s and enum values [`Word`]s, for their error messages.
@@ -28,6 +28,18 @@ pub struct RawConfig {
     pub limits: Table<RawLimits>,
     pub backends: BTreeMap<String, Table<RawBackend>>,
     pub routes: Vec<Table<RawRoute>>,
+    pub rate_limit_store: Option<Table<RawStore>>,
+}
+
+/// `[rate_limit_store]`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RawStore {
+    pub url: Option<StoreUrlValue>,
+    pub on_store_error: Option<Word<OnStoreError>>,
+    pub timeout: Option<Timeout>,
+    pub probe_interval: Option<Timeout>,
+    pub key_prefix: Option<Name>,
 }
 
 #[derive(Debug, Default, Deserialize)]

@@ -10,6 +10,7 @@ mod backend;
 mod frontends;
 mod route;
 mod split;
+mod store;
 mod tls;
 mod unique;
 
@@ -49,6 +50,7 @@ pub fn config(
     let server = check.server(raw.server.0);
     let defaults = check.limits("limits", Limits::default(), raw.limits.0);
     let backends = check.backends(raw.backends);
+    let store = raw.rate_limit_store.and_then(|t| check.store(t.0));
     if raw.routes.is_empty() {
         check.error("routes", "at least one [[routes]] entry is required");
     }
@@ -61,7 +63,9 @@ pub fn config(
     if !check.errors.is_empty() {
         return Err(check.errors);
     }
-    Ok(super::attach::config(server, backends, routes))
+    let mut config = super::attach::config(server, backends, routes);
+    config.rate_limit_store = store;
+    Ok(config)
 }
 
 /// The problems a [`ServerConfig`] can have on its own; the built-in
