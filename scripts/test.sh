@@ -82,7 +82,7 @@ else
 fi
 if out=$(bash scripts/triton-pair.sh start); then
   eval "$out"
-  export TENSORGATE_TRITON_URLS
+  export TENSORGATE_TRITON_URLS TENSORGATE_TRITON_METRICS_URLS
 else
   echo "the Triton pair (replica tests) did not start" >&2
   [ -n "${CI:-}" ] && exit 1

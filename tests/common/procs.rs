@@ -2,6 +2,7 @@
 //! of the binary under test, each with its own configuration file, and
 //! whatever server a test needs (Redis). Every process is killed when its
 //! handle is dropped, so a failing test leaves nothing running.
+#![allow(dead_code)]
 
 use std::net::{SocketAddr, TcpListener};
 use std::path::{Path, PathBuf};

@@ -113,6 +113,21 @@ pub struct RawBackend {
     pub max_retries: Option<Count<u32>>,
     pub retry_budget: Option<Fraction>,
     pub min_retries_per_second: Option<Count<u32>>,
+    pub metrics_url: Option<MetricsUrl>,
+    pub metrics_interval: Option<Timeout>,
+    pub metrics_timeout: Option<Timeout>,
+    pub metrics_stale_after: Option<Timeout>,
+}
+
+/// `metrics_url`: one URL (a template with `{host}`) or one per `urls`.
+#[derive(Debug, Deserialize)]
+#[serde(
+    untagged,
+    expecting = "a URL like \"http://{host}:8002/metrics\" or a list of URLs, one per entry of urls"
+)]
+pub enum MetricsUrl {
+    One(String),
+    Many(Vec<String>),
 }
 
 #[derive(Debug, Default, Deserialize)]
