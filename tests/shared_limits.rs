@@ -211,6 +211,24 @@ async fn three_gateways_share_one_limit_and_each_policy_holds_while_redis_is_dow
         common::metric(&m, "tensorgate_rate_limit_store_up"),
         Some(1.0)
     );
+
+    // All 300 a second on one gateway: its local copy of the bucket runs
+    // dry with the shared one, and refuses without a round trip.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let one = [gws[0].data; 3];
+    let c = offer(&one, 3.0).await;
+    let rate = c.rate(BURST);
+    let m = scrape(gws[0].admin).await;
+    let prechecked = common::metric(&m, "tensorgate_rate_limit_store_prechecked_total");
+    eprintln!("one gateway: {c:?}: {rate:.1}/s, {prechecked:?} refused by the local copy");
+    assert!(
+        within(rate, RATE, 0.15),
+        "one gateway let {rate:.1}/s through"
+    );
+    assert!(
+        prechecked.unwrap_or(0.0) > 0.0,
+        "the local pre-check refused nothing"
+    );
     drop(gws);
 
     for policy in ["allow", "deny", "local"] {

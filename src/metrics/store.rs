@@ -33,7 +33,7 @@ impl StoreFamilies {
     pub fn register(r: &Registry) -> prometheus::Result<StoreFamilies> {
         let up = IntGauge::new(
             "tensorgate_rate_limit_store_up",
-            "1 while rate-limit decisions go to the shared store, 0 while on_store_error makes them (no series without [rate_limit_store] traffic).",
+            "1 while rate-limit decisions go to the shared store; 0 while on_store_error makes them, and without [rate_limit_store].",
         )?;
         r.register(Box::new(up.clone()))?;
         let decisions = Histogram::with_opts(

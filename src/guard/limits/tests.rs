@@ -3,7 +3,7 @@ use std::path::Path;
 
 use super::*;
 use crate::auth::KeySet;
-use crate::config::{Backend, RateLimit, Route, RouteAuth, ServerConfig};
+use crate::config::{Backend, OnStoreError, RateLimit, Route, RouteAuth, ServerConfig};
 
 fn rate(per_second: f64, burst: u64) -> Option<Rate> {
     Some(Rate { per_second, burst })

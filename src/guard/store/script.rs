@@ -1,8 +1,9 @@
 //! The two Lua scripts the store runs, each one atomic round trip.
 //!
-//! [`DECIDE`] is a token bucket kept as the time its tokens will be full
-//! again minus one burst (the generic cell rate algorithm: one number per
-//! bucket, no refill loop). For each bucket it is given (the key's, then
+//! [`DECIDE`] is a token bucket kept as one number, the time it will be
+//! full again (the generic cell rate algorithm): at `now` it holds
+//! `burst - (full_at - now) * rate` tokens, and taking `n` moves `full_at`
+//! `n / rate` later. For each bucket it is given (the key's, then
 //! the route's), it computes whether `cost` tokens are there at the
 //! store's own clock (`TIME`, so gateways with skewed clocks agree); only
 //! when every bucket has them are they all taken, so a request refused by
