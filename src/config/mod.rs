@@ -30,7 +30,8 @@ use std::sync::Arc;
 
 pub use access::{Rate, RateLimit, Rates, RouteAuth};
 pub use backend::{
-    Backend, DnsName, Ejection, HealthChecks, MetricsSource, QueueSignal, Replicas, Retries,
+    Backend, DnsName, Ejection, HealthChecks, MetricsSource, Protocol, QueueSignal, Replicas,
+    Retries,
 };
 pub use error::{ConfigError, ConfigErrors};
 pub use frontends::{DecthingsRoute, MultipleTensors, SageMakerOutput, SageMakerRoute};
