@@ -238,7 +238,7 @@ impl Store {
         let timeout = self.settings.timeout;
         match tokio::time::timeout(timeout, call).await {
             Err(_) => Err(StoreError::Timeout(timeout)),
-            Ok(Err(e)) => Err(StoreError::Failed(e.to_string())),
+            Ok(Err(e)) => Err(failure(&e, timeout)),
             Ok(Ok(v)) => Ok(v),
         }
     }
@@ -286,6 +286,16 @@ impl Store {
     }
 }
 
+/// What a Redis error means: the connection's own response timeout (set
+/// to the same `timeout`, so it usually fires first) is a timeout too.
+fn failure(e: &redis::RedisError, timeout: Duration) -> StoreError {
+    if e.is_timeout() {
+        StoreError::Timeout(timeout)
+    } else {
+        StoreError::Failed(e.to_string())
+    }
+}
+
 /// The script's answer `{i, wait}` for `asked` buckets.
 fn verdict(i: i64, wait: i64, asked: usize) -> Result<Verdict, StoreError> {
     if i == 0 {
@@ -315,6 +325,17 @@ fn gateway_id() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_response_timeout_is_counted_as_a_timeout() {
+        let t = Duration::from_millis(50);
+        let timed_out = redis::RedisError::from(std::io::Error::from(std::io::ErrorKind::TimedOut));
+        assert_eq!(failure(&timed_out, t), StoreError::Timeout(t));
+        assert_eq!(failure(&timed_out, t).kind(), "timeout");
+        let reset = redis::RedisError::from(std::io::Error::from(std::io::ErrorKind::BrokenPipe));
+        assert!(matches!(failure(&reset, t), StoreError::Failed(_)));
+        assert_eq!(failure(&reset, t).kind(), "error");
+    }
 
     #[test]
     fn script_answers_become_verdicts() {
