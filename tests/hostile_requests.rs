@@ -6,6 +6,8 @@
 //! delivered to a client still sending its body.
 
 mod common;
+#[path = "hostile/decthings_limits.rs"]
+mod decthings_limits;
 
 use common::{TestBackend, gateway, reply, send};
 
