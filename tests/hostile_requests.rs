@@ -145,6 +145,8 @@ async fn control_endpoints_are_denied_unless_allowed() {
     let backend = recorder().await;
     let gw = gateway(&config(&backend, "")).await;
     let denied = [
+        ("POST", "/v2/repository/index"),
+        ("GET", "/v2/repository/index"),
         ("POST", "/v2/repository/models/simple/load"),
         ("POST", "/v2/repository/models/simple/unload"),
         ("POST", "/v2/systemsharedmemory/region/r/register"),
@@ -160,7 +162,7 @@ async fn control_endpoints_are_denied_unless_allowed() {
     }
     assert!(backend.requests().is_empty(), "the backend saw a request");
     // Read-only endpoints still pass.
-    let got = send(gw.data_addr, "POST", "/v2/repository/index", &[], "{}").await;
+    let got = send(gw.data_addr, "GET", "/v2/models/stats", &[], "").await;
     assert_eq!(got.status, 200);
     // A route that allows repository calls passes them, and only them: the
     // default route here, not the route serving `simple`.
@@ -187,6 +189,9 @@ async fn control_endpoints_are_denied_unless_allowed() {
     assert_eq!(got.status, 403);
     let got = send(gw.data_addr, "POST", "/v2/logging", &[], "{}").await;
     assert_eq!(got.status, 403);
+    // The index is a repository call: allowed with the others.
+    let got = send(gw.data_addr, "POST", "/v2/repository/index", &[], "{}").await;
+    assert_eq!(got.status, 200);
 }
 
 /// Reads one HTTP/1.1 response with a `content-length` from `r`: its status
