@@ -5,6 +5,8 @@
 //! endpoints denied unless the route allows them, and an early answer
 //! delivered to a client still sending its body.
 
+#[path = "hostile/access_log.rs"]
+mod access_log;
 mod common;
 #[path = "hostile/decthings_limits.rs"]
 mod decthings_limits;
