@@ -29,6 +29,7 @@ mod health;
 pub mod location;
 mod models;
 mod pick;
+mod ready;
 mod replica;
 mod retry;
 mod send;
@@ -81,6 +82,7 @@ struct Inner {
     models: Models,
     budget: Budget,
     early: EarlyCredit,
+    ready: ready::ReadyCache,
     families: Option<ReplicaFamilies>,
     /// Asks the health checks for a round now.
     wake: Arc<Notify>,
@@ -257,6 +259,7 @@ impl Upstream {
             models,
             budget: Budget::new(&backend.retries),
             early: EarlyCredit::default(),
+            ready: ready::ReadyCache::default(),
             families,
             wake: Arc::new(Notify::new()),
             tasks: Mutex::new(Vec::new()),

@@ -36,7 +36,6 @@ use crate::infer::ModelRef;
 use crate::infer::route::{self, RouteError};
 use crate::metrics::Kind;
 use crate::observe::Observation;
-use crate::upstream::Outgoing;
 use pipeline::{Job, Pipeline};
 
 /// Reply chunks buffered between the batch task and the client.
@@ -44,6 +43,11 @@ const CHANNEL_CHUNKS: usize = 2;
 
 /// Longest `/ping` waits for the backend's readiness.
 const PING_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// How long the backend's readiness answers every `/ping` before it is
+/// asked again: a ping needs no key and is never shed, so each one must
+/// not cost a backend call.
+const PING_CACHE: Duration = Duration::from_secs(1);
 
 /// An invocation: `POST /invocations`, `/models/{m}/invoke`, or the Runtime
 /// API path `/endpoints/{e}/invocations`.
@@ -162,7 +166,8 @@ impl Frontend for Invoke {
 }
 
 /// `GET /ping`: 200 while the backend of the route SageMaker reports on is
-/// ready, 503 otherwise. Never shed nor authenticated.
+/// ready, 503 otherwise; the backend's answer serves every ping for
+/// [`PING_CACHE`]. Never shed nor authenticated.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Ping;
 
@@ -194,11 +199,10 @@ impl Frontend for Ping {
             }
             .into());
         };
-        let req = Outgoing::get("/v2/health/ready");
-        let ready = matches!(
-            tokio::time::timeout(PING_TIMEOUT, exchange.upstream.send(req, Some(call.obs.watch()))).await,
-            Ok(Ok(resp)) if resp.status().is_success()
-        );
+        let ready = exchange
+            .upstream
+            .ready_cached(PING_CACHE, PING_TIMEOUT)
+            .await;
         let mut resp = Response::new(empty());
         if !ready {
             *resp.status_mut() = StatusCode::SERVICE_UNAVAILABLE;
