@@ -10,6 +10,8 @@ mod access_log;
 mod common;
 #[path = "hostile/decthings_limits.rs"]
 mod decthings_limits;
+#[path = "hostile/fifo_reload.rs"]
+mod fifo_reload;
 #[path = "hostile/ping.rs"]
 mod ping;
 #[path = "hostile/readiness.rs"]
