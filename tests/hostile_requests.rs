@@ -7,6 +7,8 @@
 
 #[path = "hostile/access_log.rs"]
 mod access_log;
+#[path = "hostile/amplification.rs"]
+mod amplification;
 mod common;
 #[path = "hostile/decthings_limits.rs"]
 mod decthings_limits;

@@ -108,6 +108,16 @@ impl Frontend for Invoke {
         decode.batch_records = route.sagemaker.batch_records;
         decode.max_body_bytes = usize::try_from(limits.max_body_bytes).unwrap_or(usize::MAX);
         decode.max_batch_bytes = decode.max_batch_bytes.min(decode.max_body_bytes);
+        // A batch is one backend tensor, held to the route's limits as a
+        // V2 client's tensor is; sparse records may densify to at most one
+        // such tensor's worth in all (they cost the client almost nothing).
+        let max_elements = limits.max_elements_per_tensor;
+        decode.max_batch_elements = max_elements;
+        decode.max_features = decode
+            .max_features
+            .min(usize::try_from(max_elements).unwrap_or(usize::MAX));
+        decode.max_dense_elements = max_elements;
+        decode.max_dense_bytes = limits.max_body_bytes;
         let decoder =
             RequestDecoder::new(format, &decode).map_err(|source| SageMakerError::Config {
                 route: route.name.clone(),
