@@ -18,6 +18,10 @@ mod fifo_reload;
 mod ping;
 #[path = "hostile/readiness.rs"]
 mod readiness;
+#[path = "hostile/replica_faults.rs"]
+mod replica_faults;
+#[path = "common/replica.rs"]
+mod replica;
 
 use common::{TestBackend, gateway, reply, send};
 
