@@ -1,27 +1,40 @@
-//! What a hostile client tried against the demo, refused before the backend
-//! sees a byte: JSON outside tensor `data` bounded by bytes (no 2 GiB
-//! blow-up), rules not skipped by a percent-encoded path, paths that read
-//! differently before and after decoding refused, Triton's control
+//! What a hostile client (or an unlucky operator) tried, refused before the
+//! backend sees a byte: JSON outside tensor `data` bounded by bytes (no
+//! 2 GiB blow-up), rules not skipped by a percent-encoded path, paths that
+//! read differently before and after decoding refused, Triton's control
 //! endpoints denied unless the route allows them, and an early answer
-//! delivered to a client still sending its body.
+//! delivered to a client still sending its body. The modules under
+//! `hostile/` are the second round (issue 26): forged signatures and slot
+//! attacks measured against a second client, amplification by sparse
+//! records, Decthings limits, replicas sending endless replies, a FIFO
+//! where a watched file was, `/ping` floods, capped access-log fields,
+//! readiness without health checks.
 
 #[path = "hostile/access_log.rs"]
 mod access_log;
 #[path = "hostile/amplification.rs"]
 mod amplification;
+#[path = "hostile/attack.rs"]
+mod attack;
 mod common;
 #[path = "hostile/decthings_limits.rs"]
 mod decthings_limits;
+#[path = "hostile/decthings_shared_prefix.rs"]
+mod decthings_shared_prefix;
 #[path = "hostile/fifo_reload.rs"]
 mod fifo_reload;
 #[path = "hostile/ping.rs"]
 mod ping;
 #[path = "hostile/readiness.rs"]
 mod readiness;
-#[path = "hostile/replica_faults.rs"]
-mod replica_faults;
 #[path = "common/replica.rs"]
 mod replica;
+#[path = "hostile/replica_faults.rs"]
+mod replica_faults;
+#[path = "hostile/signed_flood.rs"]
+mod signed_flood;
+#[path = "hostile/slots.rs"]
+mod slots;
 
 use common::{TestBackend, gateway, reply, send};
 

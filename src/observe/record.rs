@@ -88,7 +88,7 @@ impl Inner {
             return;
         }
         if let Ok(mut held) = self.slot.lock() {
-            held.take();
+            *held = Default::default();
         }
         let m = &self.metrics;
         let elapsed = self.started.elapsed();

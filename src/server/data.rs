@@ -46,7 +46,10 @@ fn builder(server: &ServerConfig) -> Builder<TokioExecutor> {
         .http2()
         .timer(TokioTimer::new())
         .keep_alive_interval(server.handshake_timeout)
-        .keep_alive_timeout(server.handshake_timeout);
+        .keep_alive_timeout(server.handshake_timeout)
+        // Streams past it are refused by the HTTP/2 layer (RST_STREAM
+        // REFUSED_STREAM, which clients retry), before they take anything.
+        .max_concurrent_streams(server.max_streams_per_connection);
     builder
 }
 
@@ -129,10 +132,11 @@ impl Serve {
 impl Conns {
     /// Serves `stream` in its own task, which holds the connection's slot.
     fn spawn(&mut self, stream: TcpStream, slot: OwnedSemaphorePermit) {
+        let peer = stream.peer_addr().ok().map(|a| a.ip());
         let serve = Serve {
             builders: self.builders.clone(),
             gateway: self.gateway.clone(),
-            state: ConnState::new(),
+            state: ConnState::with_peer(peer),
             limits: self.limits,
             drain: self.drain.clone(),
         };

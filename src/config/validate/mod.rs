@@ -113,7 +113,9 @@ impl Check<'_> {
         let mut s = ServerConfig::default();
         apply!(s, raw; listen, admin_listen, shutdown_grace, max_concurrent_requests,
             body_read_timeout, header_read_timeout, max_connections, handshake_timeout,
-            queue_timeout, body_total_timeout, drain_delay, workers);
+            queue_timeout, body_total_timeout, drain_delay, workers, max_streams_per_connection,
+            max_unverified_body_bytes);
+        s.max_requests_per_client = raw.max_requests_per_client.map(|n| n.0);
         if let Some(r) = raw.readyz {
             s.readyz = r.0;
         }
@@ -135,7 +137,7 @@ impl Check<'_> {
             self.error(format!("{key}.max_dims"), message);
         }
         apply!(limits, raw; max_body_bytes, max_json_header_bytes, max_elements_per_tensor,
-            max_dims, max_response_bytes);
+            max_dims, max_response_bytes, max_signed_body_bytes);
         limits
     }
 

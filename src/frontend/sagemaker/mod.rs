@@ -9,8 +9,9 @@
 //! [`target`]; the batching in [`pipeline`]; errors in [`error`].
 //!
 //! A SigV4 request on the Runtime API path of a route with keys is read
-//! whole by the gateway first (bounded by the route's `max_body_bytes`;
-//! AWS's own InvokeEndpoint limit is 6 MB): the signature covers the body's
+//! whole by the gateway first (bounded by the route's
+//! `max_signed_body_bytes`, 6 MiB as AWS's own InvokeEndpoint limit, and
+//! without a request slot until verified): the signature covers the body's
 //! hash, and no batch may reach the backend before it verified.
 
 pub mod error;
