@@ -18,6 +18,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use crate::config::Config;
+use crate::frontend::Health;
 use crate::guard::clients::Clients;
 use crate::guard::unverified::Unverified;
 use crate::guard::{self, admission::Admission};
@@ -25,6 +26,7 @@ use crate::infer::shadow::Mirror;
 use crate::infer::{self, Client};
 use crate::metrics::Metrics;
 use crate::upstream::Upstream;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// State shared by every request: one configuration and what was built
 /// from it. Replaced whole on a reload ([`live`]); a request keeps the one
@@ -48,6 +50,10 @@ pub struct Shared {
     registry: Arc<guard::Registry>,
     /// This configuration's limits, with the registry's buckets.
     limits: guard::Table,
+    /// Whether the gateway takes traffic: false from the shutdown signal
+    /// on (what `/readyz` and the gRPC health service say). Kept across
+    /// reloads.
+    serving: Arc<AtomicBool>,
 }
 
 /// One client per backend of `config`; the client of a backend whose
@@ -200,7 +206,9 @@ impl Gateway {
             }
             _ => Arc::new(Unverified::new(server.max_unverified_body_bytes)),
         };
+        let serving = before.map_or_else(|| Arc::new(AtomicBool::new(true)), |s| s.serving.clone());
         let shared = Arc::new(Shared {
+            serving,
             prefixes: dispatch::Prefixes::new(&config),
             limits: registry.table(&config),
             registry,
@@ -218,6 +226,25 @@ impl Gateway {
     /// What `/readyz` should say about the routes (see [`readiness`]).
     pub fn readiness(&self) -> readiness::Readiness {
         readiness::check(&self.shared.config, &self.shared.clients)
+    }
+
+    /// The flag the server clears when it starts shutting down.
+    pub fn serving(&self) -> &Arc<AtomicBool> {
+        &self.shared.serving
+    }
+
+    /// The gateway's health as the gRPC health service reports it: the
+    /// gateway (`""`) is ready while serving and as `/readyz` says; a route
+    /// (by name) while it has a ready replica.
+    pub fn health(&self) -> Health {
+        let gw = self.clone();
+        Health::new(move |service| {
+            if service.is_empty() {
+                return Some(gw.shared.serving.load(Ordering::SeqCst) && gw.readiness().ready());
+            }
+            let route = gw.shared.config.routes.iter().find(|r| r.name == service)?;
+            Some(readiness::route_ready(route, &gw.shared.clients))
+        })
     }
 
     pub fn config(&self) -> &Config {

@@ -45,6 +45,9 @@ struct Totals {
 
 #[derive(Debug)]
 struct Inner {
+    /// The status a frontend says the request ended with, where its
+    /// protocol's HTTP status says nothing (gRPC: always 200); 0 for none.
+    status: std::sync::atomic::AtomicU16,
     metrics: Metrics,
     /// The series of requests no route serves (until bound).
     unbound: Arc<RouteMetrics>,
@@ -69,6 +72,9 @@ struct Inner {
     backend_hint: Option<String>,
     /// Set once the caller is checked (`gateway::guard`).
     caller: OnceLock<Caller>,
+    /// The client's own deadline, when its protocol carries one (gRPC's
+    /// `grpc-timeout`).
+    deadline: OnceLock<Instant>,
 }
 
 /// What a request holds until it completes.
@@ -129,6 +135,7 @@ impl Observation {
     pub fn start(s: Start<'_>) -> Observation {
         let obs = Observation {
             inner: Arc::new(Inner {
+                status: std::sync::atomic::AtomicU16::new(0),
                 metrics: s.metrics.clone(),
                 unbound: s.metrics.route(NO_ROUTE, &[]),
                 kind: s.kind,
@@ -143,6 +150,7 @@ impl Observation {
                 backend: AtomicUsize::new(usize::MAX),
                 backend_hint: s.backend_hint,
                 caller: OnceLock::new(),
+                deadline: OnceLock::new(),
             }),
         };
         obs.inner.unbound.in_flight.inc();
@@ -368,12 +376,33 @@ impl Observation {
         parts
             .headers
             .insert(REQUEST_ID, self.inner.request_id.clone());
-        let status = parts.status.as_u16();
+        let status = match self.inner.status.load(Ordering::Relaxed) {
+            0 => parts.status.as_u16(),
+            said => said,
+        };
         let body = Metered::new(body, self, Leg::Client { status });
         Response::from_parts(parts, body.boxed_unsync())
     }
 
     fn complete(&self, status: u16, completed: bool) {
         self.inner.complete(status, completed);
+    }
+
+    /// The status to count and log the request under, where its response's
+    /// HTTP status says nothing (a gRPC status stands for one).
+    pub fn set_status(&self, status: u16) {
+        self.inner.status.store(status, Ordering::Relaxed);
+    }
+
+    /// The client's deadline: every backend exchange for the request ends
+    /// by then, and a gRPC backend is told the time left. Only the first
+    /// call counts.
+    pub fn set_deadline(&self, at: Instant) {
+        let _ = self.inner.deadline.set(at);
+    }
+
+    /// The client's deadline, if it gave one.
+    pub fn deadline(&self) -> Option<Instant> {
+        self.inner.deadline.get().copied()
     }
 }

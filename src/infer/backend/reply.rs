@@ -132,7 +132,7 @@ impl ReplyStream {
 
     /// Counts a fault of the reply against the replica that sent it.
     fn fault(&self, kind: UpstreamKind) {
-        self.inner.get_ref().fault(kind);
+        self.inner.fault(kind);
     }
 
     /// `e`, after counting it against the replica when it is a reply no
