@@ -199,3 +199,82 @@ async fn a_reply_declaring_more_than_max_response_bytes_is_refused_from_its_head
     assert!(took < Duration::from_secs(2), "answered after {took:?}");
     task.abort();
 }
+
+/// A gRPC replica (h2c) answering every call with a message whose prefix
+/// has compressed flag 7, which no gRPC peer sends; counts the calls.
+async fn malformed_grpc_replica() -> (String, Arc<AtomicUsize>, tokio::task::JoinHandle<()>) {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("grpc://{}", listener.local_addr().unwrap());
+    let count = Arc::new(AtomicUsize::new(0));
+    let seen = count.clone();
+    let task = tokio::spawn(async move {
+        let mut conns = tokio::task::JoinSet::new();
+        while let Ok((stream, _)) = listener.accept().await {
+            let seen = seen.clone();
+            conns.spawn(async move {
+                let svc = service_fn(move |req: http::Request<hyper::body::Incoming>| {
+                    let seen = seen.clone();
+                    async move {
+                        let _ = req.into_body().collect().await;
+                        seen.fetch_add(1, Ordering::SeqCst);
+                        let body = http_body_util::Full::new(Bytes::from_static(b"\x07\0\0\0\0"));
+                        let mut resp = http::Response::new(body);
+                        resp.headers_mut()
+                            .insert("content-type", "application/grpc".parse().unwrap());
+                        Ok::<_, Infallible>(resp)
+                    }
+                });
+                let _ =
+                    hyper::server::conn::http2::Builder::new(hyper_util::rt::TokioExecutor::new())
+                        .serve_connection(TokioIo::new(stream), svc)
+                        .await;
+            });
+        }
+    });
+    (url, count, task)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_grpc_replica_sending_malformed_replies_is_ejected() {
+    let good = tensorgate::demo::spawn_grpc(std::net::SocketAddr::from(([127, 0, 0, 1], 0)))
+        .await
+        .unwrap();
+    let (bad, bad_count, task) = malformed_grpc_replica().await;
+    let gw = gateway(&config(&[format!("grpc://{}", good.addr), bad.clone()], "")).await;
+    let n = 40;
+    let out = drive(
+        gw.data_addr,
+        "/v2/models/simple/infer",
+        &simple_infer(),
+        &[],
+        n,
+        2,
+    )
+    .await;
+    let failed: Vec<u16> = out.iter().map(|o| o.status).filter(|s| *s != 200).collect();
+    assert!(
+        failed.len() <= 4,
+        "{} of {n} failed: {failed:?}",
+        failed.len()
+    );
+    assert!(failed.iter().all(|s| *s == 502), "{failed:?}");
+    assert!(
+        bad_count.load(Ordering::SeqCst) <= 4,
+        "{}",
+        bad_count.load(Ordering::SeqCst)
+    );
+    let scrape = String::from_utf8(
+        send(gw.admin_addr, "GET", "/metrics", &[], "")
+            .await
+            .body
+            .to_vec(),
+    )
+    .unwrap();
+    let label = format!("replica=\"{bad}\"");
+    assert_eq!(
+        metric(&scrape, "tensorgate_replica_ejections_total", &[&label]),
+        1.0,
+        "{scrape}"
+    );
+    task.abort();
+}
