@@ -7,6 +7,8 @@
 #     needs to build;
 #   - podman and runc (Debian), to build and run the container image
 #     (scripts/image.sh);
+#   - redis-server (Debian), which tests/shared_limits.rs starts on
+#     127.0.0.1 for the rate limits several gateways share;
 #   - cargo-deny (pinned, `cargo install`), for the dependency policy;
 #   - Python venvs under ${TENSORGATE_CACHE_DIR:-~/.cache/tensorgate}: a real
 #     Triton 2.51 with tritonclient, KServe 0.21, the SageMaker SDK with
@@ -81,6 +83,13 @@ if [ "${#bench_packages[@]}" -gt 0 ]; then
       kill -TERM "$pid"
     fi
   done
+fi
+
+# tests/shared_limits.rs starts its own Redis on 127.0.0.1; the package's
+# service (127.0.0.1:6379) is not started.
+if ! command -v redis-server >/dev/null 2>&1; then
+  deny_service_starts
+  apt_install redis-server
 fi
 
 # The official Decthings client (a dev-dependency) reaches OpenSSL through

@@ -8,6 +8,7 @@
 #[cfg(target_os = "linux")]
 mod process;
 mod replicas;
+mod store;
 
 use std::collections::HashMap;
 use std::sync::{Arc, OnceLock, RwLock};
@@ -15,6 +16,7 @@ use std::sync::{Arc, OnceLock, RwLock};
 pub use replicas::{
     REPLICA_STATES, RETRY_OUTCOMES, ReplicaFamilies, ReplicaSeries, ReplicaState, SHADOW_OUTCOMES,
 };
+pub use store::{STORE_ERROR_KINDS, STORE_POLICIES, StoreFamilies};
 
 use crate::error::UpstreamKind;
 use prometheus::{
@@ -151,6 +153,8 @@ pub struct MetricFamilies {
     pub config_hash: prometheus::Gauge,
     /// Replicas, retries, DNS and shadow traffic.
     pub replicas: ReplicaFamilies,
+    /// The shared rate-limit store.
+    pub store: StoreFamilies,
     /// Requests whose key matched, by route and key name.
     pub authenticated: IntCounterVec,
     /// Requests refused for their credentials, by route and reason.
@@ -321,6 +325,7 @@ impl Metrics {
                 g
             },
             replicas: ReplicaFamilies::register(r)?,
+            store: StoreFamilies::register(r)?,
         })))
     }
 

@@ -5,11 +5,13 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use http::HeaderMap;
+use http::request::Parts;
 
 use crate::config::Route;
 use crate::error::Error;
 use crate::gateway::Gateway;
 use crate::guard::Unauthorized;
+use crate::guard::clients::ClientAddr;
 use crate::guard::{Caller, Checked, Unit, check, check_any, sigv4::Claim, unix_now};
 use crate::observe::Observation;
 
@@ -18,31 +20,42 @@ impl Gateway {
     /// `obs`) and, for a key, takes the request's token. A SigV4 signature
     /// (taken only where `sigv4_here`) comes back as a [`Claim`] to verify
     /// over the body, and the token is taken then.
-    pub fn authorize_head(
+    pub async fn authorize_head(
         &self,
         route: &Route,
         headers: &HeaderMap,
         sigv4_here: bool,
         obs: &Observation,
     ) -> Result<Option<Claim>, Error> {
-        let verdict =
-            check(route, headers, sigv4_here, unix_now()).map_err(|problem| Unauthorized {
-                route: Some(route.name.clone()),
-                problem,
-            })?;
-        match verdict {
+        match self.check_head(route, headers, sigv4_here)? {
             Checked::Key(key) => {
-                self.admit_caller(route, key, obs)?;
+                self.admit_caller(route, key, obs).await?;
                 Ok(None)
             }
             Checked::SigV4(claim) => Ok(Some(claim)),
         }
     }
 
+    /// What the credentials in `headers` come to on `route`.
+    pub fn check_head(
+        &self,
+        route: &Route,
+        headers: &HeaderMap,
+        sigv4_here: bool,
+    ) -> Result<Checked, Error> {
+        check(route, headers, sigv4_here, unix_now()).map_err(|problem| {
+            Unauthorized {
+                route: Some(route.name.clone()),
+                problem,
+            }
+            .into()
+        })
+    }
+
     /// Records who is calling on `route` (the `key` label, the access
     /// log) and takes one request token from the route's and the key's
     /// buckets.
-    pub fn admit_caller(
+    pub async fn admit_caller(
         &self,
         route: &Route,
         key: Option<Arc<str>>,
@@ -54,23 +67,39 @@ impl Gateway {
             limiter: limiter.clone(),
         });
         match limiter {
-            Some(l) => Ok(l.admit(key.as_ref(), Unit::Requests, 1, Instant::now())?),
+            Some(l) => Ok(l
+                .admit(key.as_ref(), Unit::Requests, 1, Instant::now())
+                .await?),
             None => Ok(()),
         }
     }
 
-    /// A request whose body will name its route, one of `routes`: when
-    /// every one of them needs keys, it must carry a key of one of them.
-    pub fn precheck(&self, routes: &[&Arc<Route>], headers: &HeaderMap) -> Result<(), Error> {
-        if routes.iter().any(|r| r.auth.is_none()) {
-            return Ok(());
-        }
-        check_any(routes.iter().map(|r| &***r), headers).map_err(|problem| {
-            Unauthorized {
+    /// A request whose body will name its route, one of `routes`: whether
+    /// its head carries a key of one of them. Without one it can only be
+    /// for a route that needs no key: refused at once when there is none,
+    /// else read as far as those routes allow (and refused when its body
+    /// names a route with keys).
+    pub fn precheck(&self, routes: &[&Arc<Route>], headers: &HeaderMap) -> Result<bool, Error> {
+        match check_any(routes.iter().map(|r| &***r), headers) {
+            Ok(()) => Ok(true),
+            Err(_) if routes.iter().any(|r| r.auth.is_none()) => Ok(false),
+            Err(problem) => Err(Unauthorized {
                 route: None,
                 problem,
             }
-            .into()
-        })
+            .into()),
+        }
+    }
+
+    /// Counts the request against its client's requests in flight
+    /// (`server.max_requests_per_client`), refusing it past the bound.
+    pub fn enter_client(&self, head: &Parts, obs: &Observation) -> Result<(), Error> {
+        let (Some(clients), Some(ClientAddr(ip))) =
+            (&self.shared.per_client, head.extensions.get::<ClientAddr>())
+        else {
+            return Ok(());
+        };
+        obs.hold_client(clients.enter(*ip)?);
+        Ok(())
     }
 }

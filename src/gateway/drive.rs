@@ -1,11 +1,16 @@
 //! The one path every request takes. The frontend says which route a
 //! request is for; here it is bound to that route and observed, the route
-//! is asked whether it allows the request, the caller is checked against
-//! the route's keys and rate limits (before a slot is taken or a byte of
-//! the body read, wherever the head names the route), a request slot is
-//! taken, the body is opened with the route's limits and the server's
-//! timeouts (a SigV4-signed one read whole and verified), the checked
-//! credentials are taken out of the head, and the frontend serves it.
+//! is asked whether it allows the request, the request is counted against
+//! its client's bound (`max_requests_per_client`, when set), the caller is
+//! checked against the route's keys and rate limits (before a slot is
+//! taken or a byte of the body read, wherever the head names the route),
+//! a request slot is taken, the body is opened with the route's limits and
+//! the server's timeouts, the checked credentials are taken out of the
+//! head, and the frontend serves it. A SigV4-signed body is read whole
+//! and verified *before* the request takes a slot, within
+//! `max_signed_body_bytes` and the server's budget for unverified bodies:
+//! a signature is only known good once the body is in, and a forged one
+//! with a known key name must cost neither a slot nor unbounded memory.
 //! Whatever fails becomes the frontend's rendering of its class, with
 //! `Retry-After` where the class says when to retry.
 //!
@@ -28,14 +33,15 @@ use super::dispatch::{self, Endpoint};
 use super::whole;
 use crate::config::{Config, Route};
 use crate::error::{DeadlineExceeded, Error};
-use crate::frontend::{BodyPlan, Call, Frontend, Payload, Routing, Services, Target, v2};
+use crate::frontend::{Binding, BodyPlan, Call, Frontend, Payload, Routing, Services, Target, v2};
+use crate::guard::Checked;
 use crate::guard::Unauthorized;
 use crate::guard::sigv4::Claim;
 use crate::http::body::Body;
 use crate::http::client_body::{self, BodyError, ClientBody};
 use crate::http::headers::strip_credentials;
 use crate::http::wire::{BodyClock, Wire};
-use crate::infer::{Exchange, split};
+use crate::infer::split;
 use crate::metrics::Kind;
 use crate::observe::{Observation, Start, ensure_request_id};
 use std::future::Future;
@@ -164,11 +170,21 @@ impl Gateway {
                 f.allowed(route)?;
                 let mut claim = None;
                 if f.guarded() {
-                    claim = self.authorize_head(route, &head.headers, f.sigv4(), obs)?;
-                    self.admit(obs).await?;
+                    self.enter_client(&head, obs)?;
+                    claim = self
+                        .authorize_head(route, &head.headers, f.sigv4(), obs)
+                        .await?;
+                    if claim.is_none() {
+                        self.admit(obs).await?;
+                    }
                 }
                 let body = match claim {
-                    Some(claim) => self.read_signed(route, &claim, &head, body, obs).await?,
+                    // Verified before it takes a slot.
+                    Some(claim) => {
+                        let body = self.read_signed(route, &claim, &head, body, obs).await?;
+                        self.admit(obs).await?;
+                        body
+                    }
                     None => self.open(&head, body, &route.name, f.body(route), obs)?,
                 };
                 if route.auth.is_some() {
@@ -177,12 +193,16 @@ impl Gateway {
                 (Target::Bound { exchange, model }, body)
             }
             Routing::Body { routes } => {
-                self.precheck(&routes, &head.headers)?;
+                self.enter_client(&head, obs)?;
+                let keyed = self.precheck(&routes, &head.headers)?;
                 self.admit(obs).await?;
-                // The largest body any of the routes takes bounds it while
-                // it is read, before it says which route it is for.
+                // The largest body any of the routes it may be for takes
+                // bounds it while it is read, before it says which route it
+                // is for: without a key of one, only the routes that need
+                // none.
                 let limit = routes
                     .iter()
+                    .filter(|r| keyed || r.auth.is_none())
                     .map(|r| match f.body(r) {
                         BodyPlan::Read { limit } | BodyPlan::Forward { limit } => limit,
                         BodyPlan::Ignore => 0,
@@ -241,8 +261,10 @@ impl Gateway {
     }
 
     /// A SigV4-signed body: read whole (bounded by the route's
-    /// `max_body_bytes`), its signature verified over it; then the caller
-    /// is known and takes the request's token.
+    /// `max_signed_body_bytes`, at most its `max_body_bytes`), holding its
+    /// size of the server's budget for unverified bodies (refused at once
+    /// when that is spent), its signature verified over it; then the
+    /// caller is known and takes the request's token.
     async fn read_signed(
         &self,
         route: &Route,
@@ -251,7 +273,13 @@ impl Gateway {
         body: Wire,
         obs: &Observation,
     ) -> Result<Payload, Error> {
-        let limit = route.limits.max_body_bytes;
+        let limits = &route.limits;
+        let limit = limits.max_signed_body_bytes.min(limits.max_body_bytes);
+        let declared = client_body::check_declared_length(&head.headers, &route.name, limit)?;
+        // A compressed body may inflate to the limit whatever it declares.
+        let coded = head.headers.contains_key(header::CONTENT_ENCODING);
+        let size = declared.filter(|_| !coded).unwrap_or(limit);
+        let held = self.shared.unverified.hold(size)?;
         let mut body = ClientBody::open(&head.headers, body, &route.name, limit)?
             .with_wire_digest()
             .metered(obs.wire_meter());
@@ -263,7 +291,9 @@ impl Gateway {
                 route: Some(route.name.clone()),
                 problem,
             })?;
-        self.admit_caller(route, Some(claim.key().clone()), obs)?;
+        drop(held);
+        self.admit_caller(route, Some(claim.key().clone()), obs)
+            .await?;
         Ok(Payload::Read(body))
     }
 }
@@ -279,10 +309,16 @@ impl Services for Gateway {
         model: &str,
         head: &Parts,
         obs: &'a Observation,
-    ) -> Result<Exchange<'a>, Error> {
+    ) -> Binding<'a> {
         obs.bind(route, model);
-        self.authorize_head(route, &head.headers, false, obs)?;
-        Ok(self.exchange(route, obs)?)
+        let checked = self.check_head(route, &head.headers, false);
+        Box::pin(async move {
+            // SigV4 is not taken here: the check gives a key or fails.
+            if let Checked::Key(key) = checked? {
+                self.admit_caller(route, key, obs).await?;
+            }
+            Ok(self.exchange(route, obs)?)
+        })
     }
 }
 

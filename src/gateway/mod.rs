@@ -20,6 +20,8 @@ use std::sync::Arc;
 
 use crate::config::Config;
 use crate::frontend::Health;
+use crate::guard::clients::Clients;
+use crate::guard::unverified::Unverified;
 use crate::guard::{self, admission::Admission};
 use crate::http::spool::{DiskBudget, SpoolLimits};
 use crate::infer::shadow::Mirror;
@@ -43,6 +45,10 @@ pub struct Shared {
     /// What a reply may hold for a client not taking it yet, and the disk
     /// every such reply shares.
     pub spool: SpoolLimits,
+    /// Requests in flight per client address, when bounded.
+    per_client: Option<Arc<Clients>>,
+    /// Bytes of signed bodies read before their signature is verified.
+    unverified: Arc<Unverified>,
     prefixes: dispatch::Prefixes,
     /// Every rate-limit bucket; outlives configurations (see
     /// [`Gateway::with_registry`]).
@@ -199,11 +205,30 @@ impl Gateway {
             disk: server.reply_disk_bytes,
             budget,
         };
+        // Kept when unchanged, as the request slots are: requests in
+        // flight stay counted.
+        let per_client = match before {
+            Some(s)
+                if s.config.server.max_requests_per_client == server.max_requests_per_client =>
+            {
+                s.per_client.clone()
+            }
+            _ => server.max_requests_per_client.map(Clients::new),
+        };
+        let unverified = match before {
+            Some(s)
+                if s.config.server.max_unverified_body_bytes
+                    == server.max_unverified_body_bytes =>
+            {
+                s.unverified.clone()
+            }
+            _ => Arc::new(Unverified::new(server.max_unverified_body_bytes)),
+        };
         let serving = before.map_or_else(|| Arc::new(AtomicBool::new(true)), |s| s.serving.clone());
         let shared = Arc::new(Shared {
             serving,
             prefixes: dispatch::Prefixes::new(&config),
-            limits: registry.table(&config),
+            limits: registry.table(&config, Some(&metrics)),
             registry,
             config,
             clients,
@@ -211,6 +236,8 @@ impl Gateway {
             metrics,
             admission,
             spool,
+            per_client,
+            unverified,
         });
         (Gateway { shared }, kept)
     }

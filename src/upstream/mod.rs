@@ -6,10 +6,15 @@
 //! have its model ready ([`models`]); when the connection failed before
 //! anything was sent, or the request is safe to repeat, it is sent again
 //! to another replica ([`send`]) within the backend's retry budget
-//! ([`budget`]). DNS backends re-resolve their replicas ([`dns`]). Also
+//! ([`budget`]). With `metrics_url`, each replica's own queue (read from
+//! its metrics by [`scrape`] into [`queue`]) is added to its outstanding
+//! count. DNS backends re-resolve their replicas ([`dns`]). Also
 //! here: connect and response-head timeouts, bounded pauses in every
 //! streamed body ([`body`]), the mapping of failures to gateway errors
-//! (`failure`, [`UpstreamError`]).
+//! (`failure`, [`UpstreamError`]), what a reply says about its replica
+//! once its body is over (`verdict`: a body that fails, or that its reader
+//! finds at fault, counts toward the replica's ejection as a 5xx does),
+//! and the backend's readiness asked at most once a TTL (`ready`).
 //!
 //! Clients get short, stable error messages naming the backend; the detail
 //! (OS error text, replica addresses) goes to the log with the request id.
@@ -30,10 +35,14 @@ mod health;
 pub mod location;
 mod models;
 mod pick;
+mod queue;
+mod ready;
 mod replica;
 mod retry;
+mod scrape;
 mod send;
 mod set;
+mod verdict;
 
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
@@ -82,6 +91,7 @@ struct Inner {
     models: Models,
     budget: Budget,
     early: EarlyCredit,
+    ready: ready::ReadyCache,
     families: Option<ReplicaFamilies>,
     /// Asks the health checks for a round now.
     wake: Arc<Notify>,
@@ -263,6 +273,7 @@ impl Upstream {
             models,
             budget: Budget::new(&backend.retries),
             early: EarlyCredit::default(),
+            ready: ready::ReadyCache::default(),
             families,
             wake: Arc::new(Notify::new()),
             tasks: Mutex::new(Vec::new()),
@@ -348,6 +359,10 @@ fn start_tasks(inner: &Arc<Inner>) {
             max: *max_replicas,
         };
         tasks.push(rt.spawn(dns::run(weak.clone(), job)).abort_handle());
+    }
+    if let Some(signal) = &inner.backend.queue {
+        let job = scrape::run(weak.clone(), signal.clone());
+        tasks.push(rt.spawn(job).abort_handle());
     }
     if inner.backend.health.enabled {
         let wake = inner.wake.clone();

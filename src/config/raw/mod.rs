@@ -17,7 +17,7 @@ pub use collect::{Stage1, parse};
 pub use shape::{Table, Word};
 pub use values::*;
 
-use super::{ClientAuth, Control, MultipleTensors, Readyz, WireFormat};
+use super::{ClientAuth, Control, MultipleTensors, OnStoreError, Readyz, WireFormat};
 
 /// The file. Absent tables deserialize with every key absent. Sub-tables
 /// are [`Table`]s and enum values [`Word`]s, for their error messages.
@@ -28,6 +28,18 @@ pub struct RawConfig {
     pub limits: Table<RawLimits>,
     pub backends: BTreeMap<String, Table<RawBackend>>,
     pub routes: Vec<Table<RawRoute>>,
+    pub rate_limit_store: Option<Table<RawStore>>,
+}
+
+/// `[rate_limit_store]`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RawStore {
+    pub url: Option<StoreUrlValue>,
+    pub on_store_error: Option<Word<OnStoreError>>,
+    pub timeout: Option<Timeout>,
+    pub probe_interval: Option<Timeout>,
+    pub key_prefix: Option<Name>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -51,6 +63,9 @@ pub struct RawServer {
     pub readyz: Option<Word<Readyz>>,
     pub workers: Option<Count<usize>>,
     pub tls: Option<Table<RawServerTls>>,
+    pub max_streams_per_connection: Option<Positive<u32>>,
+    pub max_requests_per_client: Option<Positive<usize>>,
+    pub max_unverified_body_bytes: Option<Positive<u64>>,
 }
 
 /// `[server.tls]`.
@@ -72,6 +87,7 @@ pub struct RawLimits {
     pub max_elements_per_tensor: Option<Positive<u64>>,
     pub max_dims: Option<Positive<usize>>,
     pub max_response_bytes: Option<Positive<u64>>,
+    pub max_signed_body_bytes: Option<Positive<u64>>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -105,6 +121,21 @@ pub struct RawBackend {
     pub max_retries: Option<Count<u32>>,
     pub retry_budget: Option<Fraction>,
     pub min_retries_per_second: Option<Count<u32>>,
+    pub metrics_url: Option<MetricsUrl>,
+    pub metrics_interval: Option<Timeout>,
+    pub metrics_timeout: Option<Timeout>,
+    pub metrics_stale_after: Option<Timeout>,
+}
+
+/// `metrics_url`: one URL (a template with `{host}`) or one per `urls`.
+#[derive(Debug, Deserialize)]
+#[serde(
+    untagged,
+    expecting = "a URL like \"http://{host}:8002/metrics\" or a list of URLs, one per entry of urls"
+)]
+pub enum MetricsUrl {
+    One(String),
+    Many(Vec<String>),
 }
 
 #[derive(Debug, Default, Deserialize)]

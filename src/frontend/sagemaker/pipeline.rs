@@ -142,7 +142,7 @@ impl Pipeline {
                 self.decoder.next_batch()
             };
             if let Some(batch) = next.map_err(record_error)? {
-                self.start(batch)?;
+                self.start(batch).await?;
                 continue;
             }
             if self.ended {
@@ -160,7 +160,7 @@ impl Pipeline {
     /// Checks `batch` against the route's rules and charges its elements
     /// here, in order, so that a refusal comes before any later batch is
     /// sent; then sends it on its own task.
-    fn start(&mut self, batch: Batch) -> Result<(), Error> {
+    async fn start(&mut self, batch: Batch) -> Result<(), Error> {
         // A batch's records were decoded as the body arrived: what is
         // timed as its translation is building the backend request.
         let started = Instant::now();
@@ -169,7 +169,7 @@ impl Pipeline {
         let req = request(&job, batch);
         check_request(&job.route, &req.header)?;
         let elements = req.element_count();
-        job.obs.charge_elements(elements)?;
+        job.obs.charge_elements(elements).await?;
         self.in_flight.push_back(tokio::spawn(async move {
             let reply = run_batch(&job, req, elements, started).await?;
             Ok((records, reply))
