@@ -60,6 +60,10 @@ impl Classify for SpoolError {
         match self {
             SpoolError::Full { .. } => Class::TooLarge,
             SpoolError::DiskBusy => Class::Overloaded { retry_after: 1 },
+            // A full disk passes: the same as the shared disk budget spent.
+            SpoolError::Disk(e) if e.kind() == io::ErrorKind::StorageFull => {
+                Class::Overloaded { retry_after: 1 }
+            }
             // `Gone` is never rendered: nobody is left to answer.
             SpoolError::Disk(_) | SpoolError::Gone => Class::Internal,
         }

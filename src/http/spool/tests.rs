@@ -153,3 +153,12 @@ async fn room_waits_for_the_client_and_fails_once_it_is_gone() {
     assert!(matches!(w.room().await, Err(SpoolError::Gone)));
     assert!(matches!(w.push(piece(0, 1)).await, Err(SpoolError::Gone)));
 }
+
+#[test]
+fn a_full_disk_is_a_503_to_retry_like_the_spent_budget_other_disk_faults_a_500() {
+    let full = SpoolError::Disk(io::Error::from(io::ErrorKind::StorageFull));
+    assert_eq!(full.class(), Class::Overloaded { retry_after: 1 });
+    assert_eq!(full.class(), SpoolError::DiskBusy.class());
+    let other = SpoolError::Disk(io::Error::from(io::ErrorKind::PermissionDenied));
+    assert_eq!(other.class(), Class::Internal);
+}
