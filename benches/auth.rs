@@ -64,6 +64,7 @@ fn buckets(c: &mut Criterion) {
         server: ServerConfig::default(),
         backends: BTreeMap::from([("b".to_owned(), backend)]),
         routes: vec![Arc::new(route)],
+        tracing: None,
     };
     let registry = Registry::new();
     let table = registry.table(&config);

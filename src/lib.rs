@@ -28,5 +28,6 @@ pub mod observe;
 pub mod reload;
 pub mod server;
 pub mod tls;
+pub mod trace;
 pub mod upstream;
 pub mod worker;

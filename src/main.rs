@@ -182,6 +182,7 @@ async fn run(args: ServeArgs) -> Result<(), String> {
             listen: args.listen,
             admin_listen: args.admin_listen,
             tls: args.tls_cert.clone().zip(args.tls_key.clone()),
+            otel_endpoint: args.otel_endpoint.clone(),
         },
     };
     let loaded = loader.load().map_err(|e| match &args.config {

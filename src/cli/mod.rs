@@ -92,6 +92,14 @@ pub struct ServeArgs {
     /// The private key of --tls-cert (PEM); overrides `server.tls.key_file`.
     #[arg(long, value_name = "FILE", requires = "tls_cert")]
     pub tls_key: Option<PathBuf>,
+    /// Send OpenTelemetry traces over OTLP/HTTP (protobuf) to this
+    /// receiver: spans go to URL/v1/traces (e.g. http://127.0.0.1:4318,
+    /// an OpenTelemetry Collector, Jaeger or Tempo). Overrides
+    /// `[tracing] endpoint` and turns tracing on; without a `[tracing]`
+    /// table, sampling follows the caller's `traceparent` and records
+    /// every new trace (ratio 1.0).
+    #[arg(long, value_name = "URL", env = "TENSORGATE_OTEL_ENDPOINT", value_parser = crate::config::tracing::parse_endpoint)]
+    pub otel_endpoint: Option<http::Uri>,
     /// Log format.
     #[arg(long, value_enum, default_value_t = LogFormat::Pretty, env = "TENSORGATE_LOG_FORMAT")]
     pub log_format: LogFormat,

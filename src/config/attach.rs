@@ -45,5 +45,6 @@ pub(super) fn config(
         server,
         backends,
         routes: routes.into_iter().map(Arc::new).collect(),
+        tracing: None,
     }
 }

@@ -21,6 +21,7 @@ mod raw;
 mod route;
 mod server;
 mod tls;
+pub mod tracing;
 mod validate;
 
 use std::collections::BTreeMap;
@@ -35,6 +36,7 @@ pub use load::{from_str, from_str_in, load_file};
 pub use route::{Control, Route, Shadow, Weighted, WireFormat};
 pub use server::{DEFAULT_ADMIN_LISTEN, DEFAULT_LISTEN, Limits, Readyz, ServerConfig};
 pub use tls::{BackendTls, ClientAuth, Identity, PemFile, ServerTls, ServerTlsFiles};
+pub use tracing::Tracing;
 
 /// The whole, validated configuration.
 #[derive(Clone, Debug)]
@@ -43,6 +45,8 @@ pub struct Config {
     pub backends: BTreeMap<String, Arc<Backend>>,
     /// Routes in file order; the first one listing a model wins.
     pub routes: Vec<Arc<Route>>,
+    /// `[tracing]`: OpenTelemetry traces, when on.
+    pub tracing: Option<Tracing>,
 }
 
 impl Config {

@@ -11,6 +11,7 @@ mod frontends;
 mod route;
 mod split;
 mod tls;
+mod tracing;
 mod unique;
 
 use std::collections::BTreeMap;
@@ -58,10 +59,13 @@ pub fn config(
         .enumerate()
         .filter_map(|(i, r)| check.route(i, r.0, &backends, defaults))
         .collect();
+    let tracing = raw.tracing.and_then(|t| check.tracing(t.0));
     if !check.errors.is_empty() {
         return Err(check.errors);
     }
-    Ok(super::attach::config(server, backends, routes))
+    let mut config = super::attach::config(server, backends, routes);
+    config.tracing = tracing;
+    Ok(config)
 }
 
 /// The problems a [`ServerConfig`] can have on its own; the built-in
