@@ -25,6 +25,7 @@ pub mod http;
 pub mod infer;
 pub mod metrics;
 pub mod observe;
+pub mod otel;
 pub mod reload;
 pub mod server;
 pub mod tls;

@@ -4,7 +4,7 @@
 # shared machine moves by 5-10 % from run to run and the VM exposes no
 # hardware counters. Use it to decide small changes on the request path.
 #
-#   bash scripts/bench/instructions.sh [--bin PATH] [--requests N] [--top K] [get|infer]...
+#   bash scripts/bench/instructions.sh [--bin PATH] [--requests N] [--top K] [--gw-arg ARG]... [get|infer]...
 #
 # Starts the demo backend and the gateway (under callgrind) on loopback,
 # sends 200 warm-up requests, zeroes the counts, sends N (default 1000)
@@ -13,6 +13,8 @@
 # with the largest inclusive cost per request below half the total (the
 # runtime's and the connection's outer frames are left out). `get` is `GET /v2/models/simple`
 # (passthrough); `infer` is the small JSON infer of scripts/bench/infer.lua.
+# Each --gw-arg is passed to the gateway (e.g. --gw-arg --otel-endpoint
+# --gw-arg http://127.0.0.1:4318 for the cost of traces).
 # Needs valgrind (Debian: apt-get install valgrind). Bounded: every wait
 # has a deadline, and everything started is stopped on exit.
 set -euo pipefail
@@ -23,11 +25,13 @@ BIN=target/release/tensorgate
 REQUESTS=1000
 TOP=25
 CASES=()
+GW_ARGS=()
 while [ $# -gt 0 ]; do
   case $1 in
   --bin) BIN=$2 && shift 2 ;;
   --requests) REQUESTS=$2 && shift 2 ;;
   --top) TOP=$2 && shift 2 ;;
+  --gw-arg) GW_ARGS+=("$2") && shift 2 ;;
   get | infer) CASES+=("$1") && shift ;;
   *) bench_die "unknown argument $1" ;;
   esac
@@ -68,7 +72,8 @@ for case in "${CASES[@]}"; do
   admin=$(free_port)
   start_bg "$WORK/gw-$case.log" valgrind --tool=callgrind --compress-strings=no --compress-pos=no \
     --callgrind-out-file="$WORK/cg-$case.%p" \
-    "$BIN" --backend "http://127.0.0.1:$demo_port" --listen "127.0.0.1:$port" --admin-listen "127.0.0.1:$admin"
+    "$BIN" --backend "http://127.0.0.1:$demo_port" --listen "127.0.0.1:$port" --admin-listen "127.0.0.1:$admin" \
+    ${GW_ARGS[@]+"${GW_ARGS[@]}"}
   gw=$BG_PID
   wait_port "$port" 120 || bench_die "the gateway did not listen under valgrind (log: $WORK/gw-$case.log)"
   send "$port" 200 "$case"

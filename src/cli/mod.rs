@@ -100,7 +100,20 @@ pub struct ServeArgs {
     /// every new trace (ratio 1.0).
     #[arg(long, value_name = "URL", env = "TENSORGATE_OTEL_ENDPOINT", value_parser = crate::config::tracing::parse_endpoint)]
     pub otel_endpoint: Option<http::Uri>,
+    /// The share of new traces recorded, from 0 to 1; overrides
+    /// `[tracing] sample_ratio` (a caller's sampled `traceparent` is
+    /// still followed while `parent_based` is on).
+    #[arg(long, value_name = "RATIO", value_parser = sample_ratio)]
+    pub otel_sample_ratio: Option<f64>,
     /// Log format.
     #[arg(long, value_enum, default_value_t = LogFormat::Pretty, env = "TENSORGATE_LOG_FORMAT")]
     pub log_format: LogFormat,
+}
+
+/// `--otel-sample-ratio`: a number from 0 to 1.
+fn sample_ratio(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(r) if (0.0..=1.0).contains(&r) => Ok(r),
+        _ => Err(format!("{text:?} is not a number from 0 to 1")),
+    }
 }

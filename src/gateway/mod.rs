@@ -22,6 +22,7 @@ use crate::guard::{self, admission::Admission};
 use crate::infer::shadow::Mirror;
 use crate::infer::{self, Client};
 use crate::metrics::Metrics;
+use crate::otel::Pipeline;
 use crate::upstream::Upstream;
 
 /// State shared by every request: one configuration and what was built
@@ -42,6 +43,8 @@ pub struct Shared {
     registry: Arc<guard::Registry>,
     /// This configuration's limits, with the registry's buckets.
     limits: guard::Table,
+    /// The trace pipeline of `[tracing]`, when on.
+    pipeline: Option<Arc<Pipeline>>,
 }
 
 /// One client per backend of `config`; the client of a backend whose
@@ -75,6 +78,36 @@ fn clients(
             (name.clone(), client)
         })
         .collect()
+}
+
+/// The trace pipeline for `tracing`: `before`'s when its settings are the
+/// same, else a new one. One that cannot start is logged, and the gateway
+/// runs without traces.
+fn pipeline(
+    tracing: Option<&crate::config::Tracing>,
+    before: Option<&Arc<Pipeline>>,
+    kept: &mut Kept,
+) -> Option<Arc<Pipeline>> {
+    let settings = tracing?;
+    if let Some(p) = before.filter(|p| p.settings() == settings) {
+        kept.tracing = true;
+        return Some(p.clone());
+    }
+    match Pipeline::start(settings) {
+        Ok(p) => {
+            tracing::info!(
+                endpoint = settings.traces_url(),
+                sample_ratio = settings.sample_ratio,
+                parent_based = settings.parent_based,
+                "tracing: OTLP/HTTP export on"
+            );
+            Some(p)
+        }
+        Err(e) => {
+            tracing::error!(error = %e, "tracing: cannot start; running without traces");
+            None
+        }
+    }
 }
 
 /// Each route's shadow, sending through `clients`.
@@ -111,6 +144,8 @@ pub struct Kept {
     pub rebuilt: usize,
     /// Whether the request slots were kept (limits unchanged).
     pub admission: bool,
+    /// Whether the trace pipeline was kept (`[tracing]` unchanged).
+    pub tracing: bool,
 }
 
 impl Gateway {
@@ -175,7 +210,10 @@ impl Gateway {
             )),
         };
         let shadows = shadows(&config, &clients, &metrics, &admission);
+        let before = before.and_then(|s| s.pipeline.as_ref());
+        let pipeline = pipeline(config.tracing.as_ref(), before, &mut kept);
         let shared = Arc::new(Shared {
+            pipeline,
             prefixes: dispatch::Prefixes::new(&config),
             limits: registry.table(&config),
             registry,
@@ -204,6 +242,16 @@ impl Gateway {
     /// The upstream of backend `name`.
     pub fn upstream(&self, name: &str) -> Option<&Upstream> {
         self.shared.clients.get(name).map(|c| &c.upstream)
+    }
+
+    /// The shadow of route `name`, when it has one.
+    pub fn shadow(&self, name: &str) -> Option<&Mirror> {
+        self.shared.shadows.get(name)
+    }
+
+    /// The trace pipeline, when tracing is on.
+    pub fn pipeline(&self) -> Option<&Arc<Pipeline>> {
+        self.shared.pipeline.as_ref()
     }
 
     /// The rate-limit buckets, to hand to the gateway of a reloaded

@@ -31,6 +31,9 @@ pub struct Overrides {
     /// `--otel-endpoint`: traces on, to this OTLP receiver (the file's
     /// other `[tracing]` keys, if any, stay).
     pub otel_endpoint: Option<http::Uri>,
+    /// `--otel-sample-ratio`: the ratio of new traces recorded, while
+    /// tracing is on.
+    pub otel_sample_ratio: Option<f64>,
 }
 
 /// How to load the configuration.
@@ -114,6 +117,9 @@ impl Loader {
                 .unwrap_or_else(|| Tracing::new(endpoint.clone()));
             t.endpoint = endpoint.clone();
             config.tracing = Some(t);
+        }
+        if let (Some(ratio), Some(t)) = (o.otel_sample_ratio, &mut config.tracing) {
+            t.sample_ratio = ratio;
         }
         if let Some((cert, key)) = &o.tls {
             let client = config

@@ -1,5 +1,5 @@
 //! Listeners and lifecycle: the data port (the gateway), the admin port
-//! (`/healthz`, `/readyz`, `/metrics`), and what bounds each client
+//! (`/healthz`, `/readyz`, `/metrics`, the status page), and what bounds each client
 //! connection before and between requests — the connection cap, the
 //! handshake and idle limits, accept backoff — and the shutdown order
 //! (see [`data`]), and TLS on the data port ([`tls`]; the admin port is
@@ -12,6 +12,7 @@ mod conn;
 mod data;
 mod io;
 mod sniff;
+pub mod status;
 mod tls;
 mod tracked;
 pub mod workers;
@@ -42,6 +43,8 @@ pub struct Running {
     /// The data port's TLS settings, when it speaks TLS; a reload
     /// replaces them.
     pub tls: Option<TlsSettings>,
+    /// What reloads came to, for the status page.
+    pub reloads: Arc<status::ReloadLog>,
     stop: watch::Sender<bool>,
     task: JoinHandle<()>,
 }
@@ -98,10 +101,18 @@ pub fn start_with_metrics(
     metrics.init_series(&config);
     let workers = workers::Workers::start(config.server.workers)?;
     let live = Live::new(Gateway::new(config, metrics.clone()));
+    let reloads = Arc::new(status::ReloadLog::default());
+    let board = Arc::new(status::Board {
+        started: std::time::SystemTime::now(),
+        data: data_addr,
+        admin: admin_addr,
+        reloads: reloads.clone(),
+    });
     let state = admin::AdminState {
         ready: ready.clone(),
         metrics,
         gateway: Some(live.clone()),
+        board,
     };
     let admin_task = tokio::spawn(admin::serve(admin, state, head_timeout, admin_stopped));
     let (gateway, data_tls) = (live.clone(), tls.clone());
@@ -118,6 +129,7 @@ pub fn start_with_metrics(
         admin_addr,
         live,
         tls,
+        reloads,
         stop,
         task,
     })
