@@ -21,6 +21,10 @@
 #   6. the container image built with Podman (or Docker) and run as a
 #      non-root user on 127.0.0.1 (scripts/image.sh --builder host);
 #   7. the getting-started examples in examples/ against a gateway;
+#      OpenTelemetry traces against an OTLP/HTTP receiver on 127.0.0.1
+#      decoding with the official opentelemetry-proto (tests/otel); the
+#      status page in headless Chromium, two replicas, one killed
+#      (tests/status; screenshot target/status-page.png);
 #   8. the proxy benchmark's smoke run (scripts/bench-proxy.sh --smoke): fails
 #      when a ratio against nginx or against direct Triton access falls below
 #      half its target (p99: above twice nginx's in every round), on two runs
@@ -139,6 +143,17 @@ fi
 
 step "getting-started examples (examples/README.md)"
 TENSORGATE_BIN="$BIN" bash examples/run.sh
+
+step "OpenTelemetry traces against a real OTLP/HTTP receiver (tests/otel/check_traces.py)"
+TENSORGATE_BIN="$BIN" bash scripts/otel.sh python tests/otel/check_traces.py
+
+step "the status page in headless Chromium: two replicas, one killed (tests/status/check_page.py)"
+if command -v chromium >/dev/null 2>&1; then
+  TENSORGATE_BIN="$BIN" python3 tests/status/check_page.py
+else
+  [ -n "${CI:-}" ] && { echo "no chromium (scripts/setup.sh installs it)" >&2; exit 1; }
+  skip "tests/status/check_page.py: no chromium"
+fi
 
 step "proxy benchmark smoke (ratios at least half their targets)"
 stop_backends

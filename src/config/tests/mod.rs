@@ -8,6 +8,7 @@ mod frontends;
 mod keys;
 mod replicas;
 mod tls;
+mod tracing;
 
 use super::*;
 
