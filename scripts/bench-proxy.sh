@@ -1,53 +1,63 @@
 #!/usr/bin/env bash
-# Proxy benchmark: tensorgate against nginx and against direct access, in one
-# run, alternating, so the ratios come from measurements taken seconds apart
-# on the same (shared, noisy) machine. Writes its tables into
-# docs/PERFORMANCE.md between the bench-proxy markers.
+# Proxy benchmark: tensorgate against nginx, HAProxy and Caddy and against
+# direct access, in one run, alternating, so the ratios come from
+# measurements taken seconds apart on the same (shared, noisy) machine.
+# Writes its tables into docs/PERFORMANCE.md between the bench-proxy
+# markers.
 #
 #   bash scripts/bench-proxy.sh [--smoke] [--only proxy|triton]
-#        [--duration S] [--rounds R] [--connections C]
-#        [--triton-rounds R] [--requests N=K,...] [--note TEXT]
-#        [--write | --no-write]
+#        [--peers nginx,haproxy,caddy] [--duration S] [--rounds R]
+#        [--connections C] [--triton-rounds R] [--requests N=K,...]
+#        [--note TEXT] [--write | --no-write]
 #
-# 1. Plain proxy: the demo backend (`tensorgate demo-backend`), nginx
-#    (scripts/bench/nginx.sh) and tensorgate (`--backend`) in front of it;
-#    `wrk -t1 -cC -dS --latency` against direct, nginx, tensorgate in turn, R
-#    rounds, for GET /v2/models/simple and a small JSON infer
-#    (scripts/bench/infer.lua). Defaults: 10 s, 5 rounds, 64 connections.
+# 1. Plain proxy: the demo backend (`tensorgate demo-backend`), the peers
+#    (scripts/bench/nginx.sh, haproxy.sh, caddy.sh: Debian's nginx-light,
+#    haproxy 2.6 and caddy 2.6) and tensorgate (`--backend`) in front of
+#    it; wrk against each in turn, R rounds, for GET /v2/models/simple and a
+#    small JSON infer (scripts/bench/infer.lua) at `-t1 -cC`, and the same
+#    infer sequentially (`-t1 -c1`). For every target: requests/s, p50, p99,
+#    and for every proxy its CPU time per request (user+system ticks of all
+#    its processes, from /proc, over the run, divided by the requests wrk
+#    counted). Defaults: 10 s per wrk run, 3 rounds, 64 connections, all
+#    three peers.
 # 2. A JSON client (scripts/bench/json_client.py, Triton venv's python) to a
 #    real Triton 2.51 (model identity_fp32), directly and through tensorgate,
 #    alternating; N=K gives the requests per round for N FP32 elements.
 #    Defaults: 3 rounds, 256=100,16384=40,1048576=6.
 #
-# --smoke: a CI-sized run (2 s per wrk run, 3 rounds, medians; 256=30,16384=10,1048576=2)
-# that prints the tables, writes nothing, and exits 1 when a ratio is below
-# half its target (the p99 ceiling: above twice nginx's in every round). A
-# full run writes docs/PERFORMANCE.md unless --no-write.
+# --smoke: a CI-sized run (2 s per wrk run, 3 rounds, medians; peers nginx
+# and haproxy; 256=30,16384=10,1048576=2) that prints the tables, writes
+# nothing, and exits 1 when a result is past half its target (see
+# scripts/bench/report.py for the lines). A full run writes
+# docs/PERFORMANCE.md unless --no-write.
 # --note TEXT is printed at the top of the written section.
 #
-# Needs wrk and nginx (scripts/setup.sh installs both) and, for the Triton
-# comparison, the Triton venv (scripts/setup.sh). Everything listens on
-# 127.0.0.1 at ports chosen at run time, every wait and run is bounded, and
-# every process started is stopped by PID on exit. TENSORGATE_BIN overrides
-# the binary (default: a release build); BENCH_KEEP=1 keeps the work folder.
+# Needs wrk, nginx, haproxy and caddy (scripts/setup.sh installs them) and,
+# for the Triton comparison, the Triton venv (scripts/setup.sh). Everything
+# listens on 127.0.0.1 at ports chosen at run time, every wait and run is
+# bounded, and every process started is stopped by PID on exit.
+# TENSORGATE_BIN overrides the binary (default: a release build);
+# BENCH_KEEP=1 keeps the work folder.
 # shellcheck source-path=SCRIPTDIR
 set -euo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 cd "$HERE/.."
 . "$HERE/bench/lib.sh"
 . "$HERE/bench/nginx.sh"
+. "$HERE/bench/haproxy.sh"
+. "$HERE/bench/caddy.sh"
 
 usage() {
   awk 'NR > 1 && /^# shellcheck/ { exit } NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0" >&2
   exit 64
 }
 
-SMOKE=0 ONLY=all WRITE="" NOTE="" DURATION="" ROUNDS="" CONNECTIONS=64 TRITON_ROUNDS="" REQUESTS=""
+SMOKE=0 ONLY=all WRITE="" NOTE="" DURATION="" ROUNDS="" CONNECTIONS=64 TRITON_ROUNDS="" REQUESTS="" PEERS=""
 SHOWN_ARGS=()
 while [ $# -gt 0 ]; do
   opt=$1 val=""
   case "$opt" in
-    --only | --duration | --rounds | --connections | --triton-rounds | --requests | --note)
+    --only | --peers | --duration | --rounds | --connections | --triton-rounds | --requests | --note)
       [ $# -ge 2 ] || bench_die "$opt needs a value"
       val=$2
       shift 2
@@ -57,6 +67,7 @@ while [ $# -gt 0 ]; do
   case "$opt" in
     --smoke) SMOKE=1 ;;
     --only) ONLY=$val ;;
+    --peers) PEERS=$val ;;
     --duration) DURATION=$val ;;
     --rounds) ROUNDS=$val ;;
     --connections) CONNECTIONS=$val ;;
@@ -78,8 +89,16 @@ done
 case "$ONLY" in all | proxy | triton) ;; *) bench_die "--only takes proxy or triton, not $ONLY" ;; esac
 if [ "$SMOKE" = 1 ]; then
   : "${DURATION:=2}" "${ROUNDS:=3}" "${TRITON_ROUNDS:=1}" "${REQUESTS:=256=30,16384=10,1048576=2}" "${WRITE:=0}"
+  : "${PEERS:=nginx,haproxy}"
 else
-  : "${DURATION:=10}" "${ROUNDS:=5}" "${TRITON_ROUNDS:=3}" "${REQUESTS:=256=100,16384=40,1048576=6}" "${WRITE:=1}"
+  : "${DURATION:=10}" "${ROUNDS:=3}" "${TRITON_ROUNDS:=3}" "${REQUESTS:=256=100,16384=40,1048576=6}" "${WRITE:=1}"
+  : "${PEERS:=nginx,haproxy,caddy}"
+fi
+[[ "$PEERS" =~ ^(nginx|haproxy|caddy)(,(nginx|haproxy|caddy))*$ ]] ||
+  bench_die "--peers takes a comma-separated list of nginx, haproxy and caddy, not $PEERS"
+[ -z "$(tr ',' '\n' <<<"$PEERS" | sort | uniq -d)" ] || bench_die "--peers names a peer twice: $PEERS"
+if [ "$SMOKE" = 1 ] && [ "$ONLY" != triton ] && ! [[ ",$PEERS," == *,nginx,* && ",$PEERS," == *,haproxy,* ]]; then
+  bench_die "--smoke checks tensorgate against nginx and haproxy: --peers must name both"
 fi
 [[ "$REQUESTS" =~ ^[0-9]+=[0-9]+(,[0-9]+=[0-9]+)*$ ]] || bench_die "--requests takes N=K,... (elements=requests per round), not $REQUESTS"
 for v in "$DURATION" "$ROUNDS" "$CONNECTIONS" "$TRITON_ROUNDS"; do
@@ -89,7 +108,11 @@ done
 TRITON_PY=${TENSORGATE_TRITON_PYTHON:-${TENSORGATE_CACHE_DIR:-$HOME/.cache/tensorgate}/venv-triton/bin/python}
 if [ "$ONLY" != triton ]; then
   command -v wrk >/dev/null || bench_die "wrk not found: bash scripts/setup.sh (or apt-get install wrk)"
-  command -v nginx >/dev/null || bench_die "nginx not found: bash scripts/setup.sh (or apt-get install nginx-light)"
+  for peer in ${PEERS//,/ }; do
+    package=$peer
+    [ "$peer" != nginx ] || package=nginx-light
+    command -v "$peer" >/dev/null || bench_die "$peer not found: bash scripts/setup.sh (or apt-get install $package)"
+  done
 fi
 if [ "$ONLY" != proxy ]; then
   [ -x "$TRITON_PY" ] || bench_die "no Triton venv at $TRITON_PY: run bash scripts/setup.sh"
@@ -141,6 +164,7 @@ COMMIT=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
   echo "duration=$DURATION"
   echo "rounds=$ROUNDS"
   echo "connections=$CONNECTIONS"
+  echo "peers=$PEERS"
   echo "triton_rounds=$TRITON_ROUNDS"
   echo "requests=$REQUESTS"
 } >"$WORK/meta.txt"

@@ -363,7 +363,17 @@ def check_variant(v: Variant, rep: Report) -> None:
         err(hg.get("scheme", "HTTP") == "HTTP", f"{dname}: {c['name']}.{kind} scheme must be HTTP")
 
     probe_ok(gw, "livenessProbe", "/healthz", admin_port, "admin port")
-    probe_ok(gw, "readinessProbe", "/readyz", admin_port, "admin port")
+    grpc_probe = (gw.get("readinessProbe") or {}).get("grpc")
+    if grpc_probe is not None:
+        # optional/grpc-probe: grpc.health.v1 on the data port (never routed,
+        # authenticated or shed; NOT_SERVING while draining, like /readyz).
+        err(grpc_probe.get("port") == http_port,
+            f"{dname}: {GATEWAY_CONTAINER}.readinessProbe.grpc port {grpc_probe.get('port')!r} "
+            f"is not the data port ({http_port})")
+        err(grpc_probe.get("service", "") == "",
+            f"{dname}: {GATEWAY_CONTAINER}.readinessProbe.grpc service must be \"\" (the gateway)")
+    else:
+        probe_ok(gw, "readinessProbe", "/readyz", admin_port, "admin port")
     for kind in ("livenessProbe", "readinessProbe", "startupProbe"):
         hg = (gw.get(kind) or {}).get("httpGet") or {}
         err(resolve_port(hg.get("port"), gw) != http_port if hg else True,
@@ -535,7 +545,11 @@ def check_variant(v: Variant, rep: Report) -> None:
                 err(resolved == (GATEWAY_CONTAINER, http_port),
                     f"{sname}: port {p.get('name')} exposes {resolved[0]}:{resolved[1]}; only "
                     f"{GATEWAY_CONTAINER}'s data port {http_port} may be exposed")
-                err(p.get("name") == "http", f"{sname}: the gateway port must be named 'http'")
+                err(p.get("name") in ("http", "grpc"),
+                    f"{sname}: the gateway ports must be named 'http' (and 'grpc')")
+                if p.get("name") == "grpc":
+                    err(p.get("appProtocol") in ("kubernetes.io/h2c", "grpc"),
+                        f"{sname}: port grpc needs appProtocol kubernetes.io/h2c (gRPC in clear)")
         if not headless:
             gateway_services += 1
     err(gateway_services == 1, f"expected one (non-headless) gateway Service, found {gateway_services}")

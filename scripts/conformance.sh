@@ -6,15 +6,18 @@
 # One command, idempotent:
 #   1. sets up the Triton and KServe venvs (scripts/*-backend.sh setup; fast
 #      when done);
-#   2. starts a real Triton 2.51 and a KServe 0.21 on 127.0.0.1, unless
-#      TENSORGATE_TRITON_URL / TENSORGATE_KSERVE_URL already name running
-#      ones (then those are used and left running);
+#   2. starts a real Triton 2.51 (HTTP, and gRPC on a port of its own) and
+#      a KServe 0.21 on 127.0.0.1, unless TENSORGATE_TRITON_URL /
+#      TENSORGATE_KSERVE_URL already name running ones (then those are used
+#      and left running; TENSORGATE_TRITON_GRPC names the reused Triton's
+#      gRPC port);
 #   3. builds tensorgate: the debug profile by default (the same build
 #      `cargo test` makes; TENSORGATE_CONFORMANCE_PROFILE=release for a
 #      release build), or uses TENSORGATE_BIN when set;
 #   4. runs the Rust conformance tests (tests/conformance_triton.rs,
-#      tests/conformance_kserve.rs), the pytest suite with tritonclient
-#      (tests/conformance/, Triton venv) and the kserve InferenceRESTClient
+#      tests/conformance_kserve.rs), the pytest suite with tritonclient's
+#      HTTP and gRPC clients and grpcio-health-checking (tests/conformance/,
+#      Triton venv) and the kserve InferenceRESTClient
 #      check (KServe venv);
 #   5. stops every server it started, by PID (also on error or Ctrl-C);
 #   6. runs scripts/conformance_report.py: prints the matrix and rewrites the
@@ -57,8 +60,10 @@ bash scripts/triton-backend.sh setup
 bash scripts/kserve-backend.sh setup
 
 # ensure_backend NAME VAR: reuse $VAR if it answers, else start one.
+# Triton started here serves gRPC too, on a port of its own
+# (TENSORGATE_TRITON_GRPC, for tests/conformance/test_grpc.py).
 ensure_backend() {
-  local name="$1" var="$2" url out
+  local name="$1" var="$2" url out port args=""
   url="${!var:-}"
   if [ -n "$url" ] && "$PY" scripts/backends/svc.py probe "$url/v2/health/ready"; then
     log "$name: using $url"
@@ -66,7 +71,12 @@ ensure_backend() {
   fi
   log "$name: starting on 127.0.0.1"
   STARTED_SERVERS+=("$name")
-  out="$(TENSORGATE_RUN_DIR="$RUN_DIR" bash "scripts/$name-backend.sh" start)"
+  if [ "$name" = triton ]; then
+    port=$("$PY" -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])')
+    args="--allow-grpc=true --grpc-address=127.0.0.1 --grpc-port=$port"
+    export TENSORGATE_TRITON_GRPC="127.0.0.1:$port"
+  fi
+  out="$(TENSORGATE_RUN_DIR="$RUN_DIR" TENSORGATE_TRITON_ARGS="$args" bash "scripts/$name-backend.sh" start)"
   eval "$out"
   export "${var?}"
 }

@@ -116,6 +116,10 @@ seed_corpora() {
         seed "$c/grpc_metadata_json" stats '\x03' "$t/model_statistics_rowsum.json"
         seed "$c/grpc_metadata_json" index '\x04' "$t/repository_index.json"
     fi
+    if [[ ! -d "$c/grpc_timeout" ]]; then
+        seed "$c/grpc_timeout" millis '250m'
+        seed "$c/grpc_timeout" eight '99999999u'
+    fi
     if [[ ! -d "$c/v2_value_writer" ]]; then
         seed "$c/v2_value_writer" mixed '\x03' '-\x00\x00\xc0\x7f\x05\x00\x00\x00hello'
     fi

@@ -2,8 +2,9 @@
 # One-time setup of everything the tests need beyond the Rust toolchain:
 #   - Debian packages: promtool (package "prometheus") to check a real
 #     /metrics scrape; libpython for Triton's Python backend; wrk and nginx
-#     (package "nginx-light") for scripts/bench-proxy.sh; libssl-dev and
-#     pkg-config, which the Decthings client's native-tls needs to build;
+#     (package "nginx-light"), haproxy and caddy for scripts/bench-proxy.sh;
+#     libssl-dev and pkg-config, which the Decthings client's native-tls
+#     needs to build;
 #   - podman and runc (Debian), to build and run the container image
 #     (scripts/image.sh);
 #   - chromium (Debian), the real browser the status page is tested in
@@ -60,16 +61,28 @@ fi
 bench_packages=()
 command -v wrk >/dev/null 2>&1 || bench_packages+=(wrk)
 command -v nginx >/dev/null 2>&1 || bench_packages+=(nginx-light)
+command -v haproxy >/dev/null 2>&1 || bench_packages+=(haproxy)
+command -v caddy >/dev/null 2>&1 || bench_packages+=(caddy)
 if [ "${#bench_packages[@]}" -gt 0 ]; then
-  # nginx-light's scripts would start nginx on port 80 of every address.
+  # nginx-light's and caddy's scripts would start a server on port 80 of
+  # every address (haproxy's default configuration listens nowhere, but is
+  # a service all the same).
   deny_service_starts
   apt_install "${bench_packages[@]}"
-  # A policy-rc.d that was already there may have let it start: stop the
-  # service the package started (scripts/bench-proxy.sh runs its own nginx).
-  if [ -s /run/nginx.pid ] && pid=$(cat /run/nginx.pid) && [ "$(cat "/proc/$pid/comm" 2>/dev/null)" = nginx ]; then
-    log "stopping the nginx service the package started (pid $pid)"
-    kill -TERM "$pid"
-  fi
+  # A policy-rc.d that was already there may have let them start: stop the
+  # services the packages started (scripts/bench-proxy.sh runs its own
+  # proxies, on loopback, and stops them itself).
+  for service in nginx haproxy caddy; do
+    if command -v systemctl >/dev/null 2>&1 && systemctl is-active --quiet "$service" 2>/dev/null; then
+      log "stopping the $service service its package started"
+      systemctl stop "$service" || true
+      systemctl disable --quiet "$service" 2>/dev/null || true
+    elif [ -s "/run/$service.pid" ] && pid=$(cat "/run/$service.pid") &&
+      [ "$(cat "/proc/$pid/comm" 2>/dev/null)" = "$service" ]; then
+      log "stopping the $service service its package started (pid $pid)"
+      kill -TERM "$pid"
+    fi
+  done
 fi
 
 # The official Decthings client (a dev-dependency) reaches OpenSSL through

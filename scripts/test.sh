@@ -27,8 +27,8 @@
 #      (tests/status; screenshot target/status-page.png);
 #   8. the proxy benchmark's smoke run (scripts/bench-proxy.sh --smoke): fails
 #      when a ratio against nginx or against direct Triton access falls below
-#      half its target (p99: above twice nginx's in every round), on two runs
-#      in a row (one noisy run is retried).
+#      half its target on the best of its rounds, on two runs in a row (one
+#      noisy run is retried); HAProxy and Caddy are measured beside nginx.
 # Servers are stopped by PID on exit, whatever happens. Without CI=true the
 # real-backend tests skip loudly when a backend is missing, and the summary
 # at the end counts and names every skipped test; with CI=true they fail.

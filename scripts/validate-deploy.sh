@@ -138,6 +138,7 @@ if ((${#RENDER[@]})); then
     render_variant base
     render_variant servicemonitor servicemonitor
     render_variant networkpolicy networkpolicy
+    render_variant grpc-probe grpc-probe
 else
     say "render: no kustomize or kubectl on PATH (or TENSORGATE_KUSTOMIZE=none); validating the files one by one"
 fi

@@ -61,6 +61,9 @@ pub enum Class {
     Overloaded { retry_after: u64 },
     /// The gateway is shutting down. 503.
     ShuttingDown,
+    /// The client's own deadline (gRPC's `grpc-timeout`) passed before the
+    /// answer was ready. 504; not the backend's fault.
+    DeadlineExceeded,
     /// The exchange with the backend failed. 502, 503 or 504 by kind;
     /// `retry_after` seconds for a backend that is busy or has nothing
     /// ready.
@@ -198,6 +201,7 @@ impl Class {
             }
             Class::NotAcceptable => StatusCode::NOT_ACCEPTABLE,
             Class::BodyTimeout => StatusCode::REQUEST_TIMEOUT,
+            Class::DeadlineExceeded => StatusCode::GATEWAY_TIMEOUT,
             Class::NotFound { .. } => StatusCode::NOT_FOUND,
             Class::Forbidden => StatusCode::FORBIDDEN,
             Class::Unauthenticated(_) => StatusCode::UNAUTHORIZED,
@@ -242,6 +246,21 @@ impl Class {
             } => Some(UpstreamKind::Invalid),
             _ => None,
         }
+    }
+}
+
+/// The client's deadline passed: the request is given up, wherever it
+/// was (reading its body, waiting for a slot, at the backend).
+#[derive(Debug, thiserror::Error)]
+#[error("deadline exceeded: the client's {} ms ran out", .after.as_millis())]
+pub struct DeadlineExceeded {
+    /// The time the client gave.
+    pub after: std::time::Duration,
+}
+
+impl Classify for DeadlineExceeded {
+    fn class(&self) -> Class {
+        Class::DeadlineExceeded
     }
 }
 

@@ -56,17 +56,20 @@ pub enum Kind {
     V2,
     Decthings,
     SageMaker,
+    /// gRPC (`inference.GRPCInferenceService`, `grpc.health.v1`).
+    Grpc,
 }
 
 impl Kind {
     /// Every kind, in label order.
-    pub const ALL: [Kind; 3] = [Kind::V2, Kind::Decthings, Kind::SageMaker];
+    pub const ALL: [Kind; 4] = [Kind::V2, Kind::Decthings, Kind::SageMaker, Kind::Grpc];
 
     pub const fn label(self) -> &'static str {
         match self {
             Kind::V2 => "v2",
             Kind::Decthings => "decthings",
             Kind::SageMaker => "sagemaker",
+            Kind::Grpc => "grpc",
         }
     }
 }

@@ -4,7 +4,8 @@
 # shared machine moves by 5-10 % from run to run and the VM exposes no
 # hardware counters. Use it to decide small changes on the request path.
 #
-#   bash scripts/bench/instructions.sh [--bin PATH] [--requests N] [--top K] [--gw-arg ARG]... [get|infer]...
+#   bash scripts/bench/instructions.sh [--bin PATH] [--requests N] [--top K]
+#        [--gw-arg ARG]... [--nginx] [get|infer]...
 #
 # Starts the demo backend and the gateway (under callgrind) on loopback,
 # sends 200 warm-up requests, zeroes the counts, sends N (default 1000)
@@ -15,23 +16,33 @@
 # (passthrough); `infer` is the small JSON infer of scripts/bench/infer.lua.
 # Each --gw-arg is passed to the gateway (e.g. --gw-arg --otel-endpoint
 # --gw-arg http://127.0.0.1:4318 for the cost of traces).
+#
+# --nginx: then the same for nginx in front of the same backend, counted the
+# same way: the configuration of scripts/bench/nginx.sh (keep-alive
+# upstream, access log on) with one worker and `master_process off`, so the
+# process callgrind follows is the one that serves. nginx forwards the
+# infer request as it is. Its lines start with "nginx".
+#
 # Needs valgrind (Debian: apt-get install valgrind). Bounded: every wait
 # has a deadline, and everything started is stopped on exit.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 . scripts/bench/lib.sh
+. scripts/bench/nginx.sh
 
 BIN=target/release/tensorgate
 REQUESTS=1000
 TOP=25
 CASES=()
 GW_ARGS=()
+NGINX=0
 while [ $# -gt 0 ]; do
   case $1 in
   --bin) BIN=$2 && shift 2 ;;
   --requests) REQUESTS=$2 && shift 2 ;;
   --top) TOP=$2 && shift 2 ;;
   --gw-arg) GW_ARGS+=("$2") && shift 2 ;;
+  --nginx) NGINX=1 && shift ;;
   get | infer) CASES+=("$1") && shift ;;
   *) bench_die "unknown argument $1" ;;
   esac
@@ -39,6 +50,7 @@ done
 [ ${#CASES[@]} -gt 0 ] || CASES=(get infer)
 command -v valgrind >/dev/null || bench_die "valgrind is not installed (apt-get install valgrind)"
 [ -x "$BIN" ] || bench_die "no gateway binary at $BIN (cargo build --release)"
+[ "$NGINX" = 0 ] || command -v nginx >/dev/null || bench_die "nginx is not installed (bash scripts/setup.sh)"
 
 WORK=$(mktemp -d)
 trap 'stop_all; rm -rf "$WORK"' EXIT
@@ -67,26 +79,50 @@ demo_port=$(free_port)
 start_bg "$WORK/demo.log" "$BIN" demo-backend --listen "127.0.0.1:$demo_port"
 wait_port "$demo_port" || bench_die "the demo backend did not listen (log: $WORK/demo.log)"
 
-for case in "${CASES[@]}"; do
-  port=$(free_port)
-  admin=$(free_port)
-  start_bg "$WORK/gw-$case.log" valgrind --tool=callgrind --compress-strings=no --compress-pos=no \
-    --callgrind-out-file="$WORK/cg-$case.%p" \
-    "$BIN" --backend "http://127.0.0.1:$demo_port" --listen "127.0.0.1:$port" --admin-listen "127.0.0.1:$admin" \
-    ${GW_ARGS[@]+"${GW_ARGS[@]}"}
-  gw=$BG_PID
-  wait_port "$port" 120 || bench_die "the gateway did not listen under valgrind (log: $WORK/gw-$case.log)"
+# count NAME CASE PID PORT LABEL WHAT: zeroes PID's counts after the warm-up,
+# sends the requests, and prints LABEL, its instructions per request, WHAT
+# was counted, and the costliest functions.
+count() {
+  local name=$1 case=$2 pid=$3 port=$4 dump total
+  wait_port "$port" 120 || bench_die "$name did not listen under valgrind (log: $WORK/$name-$case.log)"
   send "$port" 200 "$case"
-  callgrind_control -z "$gw" >/dev/null
+  callgrind_control -z "$pid" >/dev/null
   send "$port" "$REQUESTS" "$case"
-  callgrind_control -d "$gw" >/dev/null
-  dump=$(ls "$WORK"/cg-"$case".*.1 2>/dev/null | head -1)
-  [ -n "$dump" ] || bench_die "callgrind wrote no dump for $case"
+  callgrind_control -d "$pid" >/dev/null
+  dump=$(find "$WORK" -maxdepth 1 -name "cg-$name-$case.*.1" | head -1)
+  [ -n "$dump" ] || bench_die "callgrind wrote no dump for $name $case"
   total=$(awk '/^totals:/ {print $2}' "$dump")
-  printf '%s: %d instructions per request (%d requests, %s)\n' "$case" "$((total / REQUESTS))" "$REQUESTS" "$BIN"
+  printf '%s: %d instructions per request (%d requests, %s)\n' "$5" "$((total / REQUESTS))" "$REQUESTS" "$6"
   callgrind_annotate --inclusive=yes --threshold=100 "$dump" 2>/dev/null |
     grep -E '^ *[0-9,]+ \(' | grep -v '=>' | sed -e 's/ \[[^]]*\]$//' -e 's#/rustc/[0-9a-f]*/library/##' \
     -e 's#[^ ]*/registry/src/[^/]*/##' -e "s#$PWD/##" | awk -v n="$REQUESTS" -v top="$TOP" -v total="$total" '
       { c = $1; gsub(",", "", c); if (c + 0 < 0.5 * total && shown < top) { $1 = sprintf("%8d", c / n); $2 = ""; print; shown++ } }'
-  stop_pid "$gw"
+  stop_pid "$pid"
+}
+
+# callgrind NAME CASE: sets VG to the valgrind command line that counts NAME.
+callgrind() {
+  VG=(valgrind --tool=callgrind --compress-strings=no --compress-pos=no --callgrind-out-file="$WORK/cg-$1-$2.%p")
+}
+
+for case in "${CASES[@]}"; do
+  port=$(free_port)
+  admin=$(free_port)
+  callgrind gateway "$case"
+  start_bg "$WORK/gateway-$case.log" "${VG[@]}" \
+    "$BIN" --backend "http://127.0.0.1:$demo_port" --listen "127.0.0.1:$port" --admin-listen "127.0.0.1:$admin" \
+    ${GW_ARGS[@]+"${GW_ARGS[@]}"}
+  count gateway "$case" "$BG_PID" "$port" "$case" "$BIN"
+done
+
+[ "$NGINX" = 1 ] || exit 0
+for case in "${CASES[@]}"; do
+  port=$(free_port)
+  dir="$WORK/nginx-$case"
+  nginx_config "$dir" "$demo_port" "$port" 1 off
+  mapfile -t args < <(nginx_args "$dir")
+  nginx -t -q "${args[@]}" || bench_die "nginx rejected $dir/nginx.conf"
+  callgrind nginx "$case"
+  start_bg "$WORK/nginx-$case.log" "${VG[@]}" nginx "${args[@]}"
+  count nginx "$case" "$BG_PID" "$port" "nginx $case" "nginx $(nginx_version), 1 worker, master_process off"
 done

@@ -61,24 +61,40 @@ stop_all() {
   BENCH_PIDS=()
 }
 
-# cpu_ticks PID...: user+system CPU time of the processes, in clock ticks.
+# cpu_ticks PID...: user+system CPU time of the processes, in clock ticks:
+# fields 14 (utime) and 15 (stime) of /proc/PID/stat. A process's fields
+# already sum all its threads, those that have ended included (their time
+# stays with the process), so the threads under /proc/PID/task are not
+# added again; children are counted by naming their PIDs (tree_pids).
 cpu_ticks() {
   local pid total=0 t
   for pid in "$@"; do
+    # Everything after the last ") " (the command name may hold spaces or
+    # parentheses): field 3 onwards, so 14 and 15 are the 12th and 13th.
     t=$(sed 's/.*) //' "/proc/$pid/stat" 2>/dev/null | awk '{print $12 + $13}') || t=0
     total=$((total + ${t:-0}))
   done
   echo "$total"
 }
 
-# group_pids PGID: the processes of a process group (a server and its
-# workers).
-group_pids() {
-  ps -e -o pid=,pgid= | awk -v g="$1" '$2 == g {print $1}'
+# tree_pids PID: the process and all its descendants (a server and its
+# workers), one PID a line.
+tree_pids() {
+  ps -e -o pid=,ppid= | awk -v root="$1" '
+    { parent[$1] = $2 }
+    END {
+      for (p in parent) {
+        q = p
+        for (depth = 0; q != "" && q != 0 && depth < 64; depth++) {
+          if (q == root) { print p; break }
+          q = parent[q]
+        }
+      }
+    }' | sort -n
 }
 
-# wrk_parse FILE: "RPS P99_MS REQUESTS ERRORS" from wrk --latency output;
-# ERRORS counts non-2xx/3xx replies and socket errors.
+# wrk_parse FILE: "RPS P50_MS P99_MS REQUESTS ERRORS" from wrk --latency
+# output; ERRORS counts non-2xx/3xx replies and socket errors.
 wrk_parse() {
   awk '
     function ms(v) {
@@ -88,14 +104,15 @@ wrk_parse() {
       if (v ~ /s$/) return substr(v, 1, length(v) - 1) * 1000
       return -1
     }
+    $1 == "50%" { p50 = ms($2) }
     $1 == "99%" { p99 = ms($2) }
     /requests in/ { reqs = $1 }
     /Requests\/sec/ { rps = $2 }
     /Non-2xx/ { errors += $NF }
     /Socket errors/ { for (i = 4; i <= NF; i += 2) { v = $i; sub(",", "", v); errors += v } }
     END {
-      if (rps == "" || p99 == "") exit 1
-      printf "%s %.3f %s %d\n", rps, p99, reqs, errors
+      if (rps == "" || p50 == "" || p99 == "") exit 1
+      printf "%s %.6f %.6f %s %d\n", rps, p50, p99, reqs, errors
     }' "$1"
 }
 

@@ -47,6 +47,11 @@ pub fn demo_banner(data: SocketAddr, admin: SocketAddr, tls_cert: Option<&Path>)
             data.port()
         );
     }
+    let _ = writeln!(
+        out,
+        "  gRPC (inference.GRPCInferenceService, tritonclient.grpc) on the same port: {data}{}",
+        if tls_cert.is_some() { " (TLS)" } else { "" }
+    );
     out
 }
 
@@ -166,7 +171,11 @@ mod tests {
             lines[2],
             format!("  curl -s http://127.0.0.1:8000/v2/models/simple/infer -d '{DEMO_BODY}'")
         );
-        assert_eq!(lines.len(), 3);
+        assert_eq!(
+            lines[3],
+            "  gRPC (inference.GRPCInferenceService, tritonclient.grpc) on the same port: 127.0.0.1:8000"
+        );
+        assert_eq!(lines.len(), 4);
     }
 
     #[test]

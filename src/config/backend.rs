@@ -207,21 +207,44 @@ impl Backend {
     }
 
     /// Whether the backend is reached over TLS: its URLs are `https://`
-    /// (validation makes every URL of a backend use one scheme; a DNS
-    /// backend is reached over cleartext HTTP).
+    /// or `grpcs://` (validation makes every URL of a backend use one
+    /// scheme; a DNS backend is reached over cleartext HTTP).
     pub fn is_https(&self) -> bool {
         self.first_url().is_some_and(is_https)
     }
+
+    /// The protocol the backend speaks: V2 over gRPC for `grpc://` and
+    /// `grpcs://` URLs, V2 over HTTP otherwise.
+    pub fn protocol(&self) -> Protocol {
+        match self.first_url().and_then(http::Uri::scheme_str) {
+            Some("grpc" | "grpcs") => Protocol::Grpc,
+            _ => Protocol::Http,
+        }
+    }
+}
+
+/// The protocol a backend speaks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Protocol {
+    /// KServe V2 over HTTP (JSON and the binary tensor extension).
+    Http,
+    /// KServe V2 over gRPC (`inference.GRPCInferenceService`, HTTP/2).
+    Grpc,
 }
 
 /// Checks a backend URL: `http://host:port` or `https://host:port` with an
-/// optional path prefix, no query. The file loader and `--backend` both
-/// use this.
+/// optional path prefix, no query; or `grpc://host:port` /
+/// `grpcs://host:port` (no path) for a backend that speaks gRPC. The file
+/// loader and `--backend` both use this.
 pub fn parse_url(text: &str) -> Result<http::Uri, String> {
     // `http::Uri` lets some characters RFC 3986 does not allow (`\`, `"`,
     // `{`, ...) through; a backend URL has no use for them.
     let uri_char = |b: u8| b.is_ascii_alphanumeric() || b"-._~:/?#[]@!$&'()*+,;=%".contains(&b);
-    let bad = || format!("{text:?} is not an http://host:port or https://host:port URL");
+    let bad = || {
+        format!(
+            "{text:?} is not an http://host:port, https://host:port, grpc://host:port or grpcs://host:port URL"
+        )
+    };
     if !text.bytes().all(uri_char) {
         return Err(bad());
     }
@@ -233,13 +256,22 @@ pub fn parse_url(text: &str) -> Result<http::Uri, String> {
         {
             Ok(u)
         }
+        // gRPC paths are `/package.Service/Method`: no prefix.
+        Ok(u)
+            if matches!(u.scheme_str(), Some("grpc" | "grpcs"))
+                && u.authority().is_some()
+                && matches!(u.path(), "" | "/")
+                && u.query().is_none() =>
+        {
+            Ok(u)
+        }
         _ => Err(bad()),
     }
 }
 
-/// Whether `url` is an `https://` URL.
+/// Whether `url` is an `https://` or `grpcs://` URL (reached over TLS).
 pub fn is_https(url: &http::Uri) -> bool {
-    url.scheme() == Some(&http::uri::Scheme::HTTPS)
+    matches!(url.scheme_str(), Some("https" | "grpcs"))
 }
 
 /// Checks a DNS name to resolve: `host:port`, the host a DNS name of
@@ -277,6 +309,11 @@ mod tests {
             "http://127.0.0.1:8001/triton"
         );
         assert_eq!(parse_url("https://x:1/p").unwrap(), "https://x:1/p");
+        assert_eq!(
+            parse_url("grpc://127.0.0.1:8001").unwrap(),
+            "grpc://127.0.0.1:8001"
+        );
+        assert!(is_https(&parse_url("grpcs://x:1").unwrap()));
         assert!(is_https(&parse_url("https://x").unwrap()));
         assert!(!is_https(&parse_url("http://x").unwrap()));
         for bad in [
@@ -289,7 +326,7 @@ mod tests {
             assert!(
                 parse_url(bad)
                     .unwrap_err()
-                    .contains("is not an http://host:port or https://host:port URL"),
+                    .contains("is not an http://host:port, https://host:port, grpc://host:port or grpcs://host:port URL"),
                 "{bad}"
             );
         }

@@ -29,7 +29,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 pub use access::{Rate, RateLimit, Rates, RouteAuth};
-pub use backend::{Backend, DnsName, Ejection, HealthChecks, Replicas, Retries};
+pub use backend::{Backend, DnsName, Ejection, HealthChecks, Protocol, Replicas, Retries};
 pub use error::{ConfigError, ConfigErrors};
 pub use frontends::{DecthingsRoute, MultipleTensors, SageMakerOutput, SageMakerRoute};
 pub use load::{from_str, from_str_in, load_file};

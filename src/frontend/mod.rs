@@ -19,6 +19,7 @@
 //! core's backend client does. They never see another frontend.
 
 pub mod decthings;
+pub mod grpc;
 pub mod sagemaker;
 pub mod v2;
 
@@ -66,6 +67,13 @@ pub trait Frontend: Sync {
         false
     }
 
+    /// The time the client gives the request, when its protocol carries
+    /// one (gRPC's `grpc-timeout`): the request is given up once it runs
+    /// out, and backend exchanges are bounded by it.
+    fn deadline(&self, _head: &http::HeaderMap) -> Result<Option<std::time::Duration>, Error> {
+        Ok(None)
+    }
+
     /// How the body is opened on `route`.
     fn body(&self, route: &Route) -> BodyPlan {
         BodyPlan::Read {
@@ -90,6 +98,9 @@ pub enum Routing<'c> {
     },
     /// The body will: one of these routes.
     Body { routes: Vec<&'c Arc<Route>> },
+    /// None: the gateway answers itself (gRPC health). Not bound, not
+    /// checked, no slot; a body of at most `body_limit` bytes is read.
+    Gateway { body_limit: u64 },
 }
 
 /// How a request body is opened.
@@ -149,6 +160,32 @@ pub enum Target<'a> {
     },
     /// To be bound by the frontend once its body names the route.
     Deferred { services: &'a dyn Services },
+    /// Answered by the gateway itself, from its readiness.
+    Gateway { health: Health },
+}
+
+/// Whether the gateway, or one of its routes, can serve: `ready("")` for
+/// the gateway as `/readyz` says (not while draining), `ready(route)` for
+/// the route of that name; `None` for a name that is no route's.
+#[derive(Clone)]
+pub struct Health(Arc<ReadyFn>);
+
+type ReadyFn = dyn Fn(&str) -> Option<bool> + Send + Sync;
+
+impl Health {
+    pub fn new(f: impl Fn(&str) -> Option<bool> + Send + Sync + 'static) -> Health {
+        Health(Arc::new(f))
+    }
+
+    pub fn ready(&self, service: &str) -> Option<bool> {
+        (self.0)(service)
+    }
+}
+
+impl std::fmt::Debug for Health {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Health")
+    }
 }
 
 /// What the gateway lends a frontend that binds its request itself.

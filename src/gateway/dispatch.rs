@@ -8,7 +8,7 @@ use http::Method;
 use crate::codec::v2::path::{self, ModelAction, V2Path};
 use crate::config::Config;
 use crate::frontend::sagemaker::SageMakerTarget;
-use crate::frontend::{Frontend, decthings, sagemaker, v2};
+use crate::frontend::{Frontend, decthings, grpc, sagemaker, v2};
 use crate::infer::ModelRef;
 use crate::infer::route::RouteError;
 use crate::metrics::Kind;
@@ -50,6 +50,8 @@ pub enum Endpoint {
     /// SageMaker inference: `POST /invocations`, `/models/{m}/invoke`,
     /// `/endpoints/{e}/invocations`.
     SageMaker(sagemaker::Invoke),
+    /// A gRPC call (`content-type: application/grpc`), whatever its path.
+    Grpc(grpc::Rpc),
 }
 
 impl Endpoint {
@@ -61,11 +63,22 @@ impl Endpoint {
             Endpoint::Decthings(f) => f.kind(),
             Endpoint::SageMakerPing(f) => f.kind(),
             Endpoint::SageMaker(f) => f.kind(),
+            Endpoint::Grpc(f) => f.kind(),
         }
     }
 }
 
-/// Classifies a request.
+/// Classifies a request: a gRPC call by its content type (any path: gRPC
+/// paths are `/package.Service/Method`, never decoded), anything else by
+/// its method and path.
+pub fn endpoint<B>(req: &http::Request<B>, prefixes: &Prefixes) -> Result<Endpoint, RouteError> {
+    if grpc::is_grpc(req.headers()) {
+        return Ok(Endpoint::Grpc(grpc::Rpc::new(req.uri().path())));
+    }
+    classify(req.method(), req.uri().path(), prefixes)
+}
+
+/// Classifies a request by its method and path.
 pub fn classify(
     method: &Method,
     raw_path: &str,

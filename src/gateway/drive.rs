@@ -10,6 +10,7 @@
 //! `Retry-After` where the class says when to retry.
 
 use std::sync::Arc;
+use std::time::Instant;
 
 use http::request::Parts;
 use http::{Request, Response, header};
@@ -18,7 +19,7 @@ use hyper::body::Incoming;
 use super::Gateway;
 use super::dispatch::{self, Endpoint};
 use crate::config::{Config, Route};
-use crate::error::Error;
+use crate::error::{DeadlineExceeded, Error};
 use crate::frontend::{BodyPlan, Call, Frontend, Payload, Routing, Services, Target, v2};
 use crate::guard::Unauthorized;
 use crate::guard::sigv4::Claim;
@@ -49,7 +50,7 @@ impl Gateway {
             None => ensure_request_id(req.headers_mut()),
         };
         let backend_hint = split::take_hint(req.headers_mut());
-        let endpoint = dispatch::classify(req.method(), req.uri().path(), &self.shared.prefixes);
+        let endpoint = dispatch::endpoint(&req, &self.shared.prefixes);
         let obs = Observation::start(Start {
             metrics: &self.shared.metrics,
             kind: endpoint
@@ -68,6 +69,7 @@ impl Gateway {
             Ok(Endpoint::Decthings(f)) => Box::pin(gw.drive(f, req, obs)),
             Ok(Endpoint::SageMakerPing(f)) => Box::pin(gw.drive(f, req, obs)),
             Ok(Endpoint::SageMaker(f)) => Box::pin(gw.drive(f, req, obs)),
+            Ok(Endpoint::Grpc(f)) => Box::pin(gw.drive(f, req, obs)),
             Err(e) => {
                 let resp = failed(e.into(), &obs, v2::render);
                 Box::pin(std::future::ready(obs.finish(resp)))
@@ -81,11 +83,35 @@ impl Gateway {
         req: Request<Incoming>,
         obs: Observation,
     ) -> Response<Body> {
-        // The frontend's future is awaited here, not inside another: each
-        // level of futures is one more copy of it per request.
-        let served = match self.place(&f, req, &obs).await {
-            Ok(call) => f.serve(call).await,
-            Err(e) => Err(e),
+        let given = match f.deadline(req.headers()) {
+            Ok(given) => given,
+            Err(e) => {
+                let resp = failed(e, &obs, |e| f.render(e, &obs));
+                return obs.finish(resp);
+            }
+        };
+        if let Some(after) = given {
+            obs.set_deadline(Instant::now() + after);
+        }
+        // The frontend's future is pinned in this one, not moved into
+        // another: each move is one more copy of it per request.
+        let served = {
+            let serving = std::pin::pin!(async {
+                match self.place(&f, req, &obs).await {
+                    Ok(call) => f.serve(call).await,
+                    Err(e) => Err(e),
+                }
+            });
+            match (given, obs.deadline()) {
+                (Some(after), Some(at)) => {
+                    tokio::select! {
+                        biased;
+                        served = serving => served,
+                        _ = tokio::time::sleep_until(at.into()) => Err(DeadlineExceeded { after }.into()),
+                    }
+                }
+                _ => serving.await,
+            }
         };
         let resp = match served {
             Ok(resp) => resp,
@@ -138,6 +164,12 @@ impl Gateway {
                 let plan = BodyPlan::Read { limit };
                 let body = self.open(&head, body, f.kind().label(), plan, obs)?;
                 (Target::Deferred { services: self }, body)
+            }
+            Routing::Gateway { body_limit } => {
+                let plan = BodyPlan::Read { limit: body_limit };
+                let body = self.open(&head, body, f.kind().label(), plan, obs)?;
+                let health = self.health();
+                (Target::Gateway { health }, body)
             }
         };
         Ok(Call {

@@ -18,12 +18,14 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use crate::config::Config;
+use crate::frontend::Health;
 use crate::guard::{self, admission::Admission};
 use crate::infer::shadow::Mirror;
 use crate::infer::{self, Client};
 use crate::metrics::Metrics;
 use crate::otel::Pipeline;
 use crate::upstream::Upstream;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// State shared by every request: one configuration and what was built
 /// from it. Replaced whole on a reload ([`live`]); a request keeps the one
@@ -45,6 +47,10 @@ pub struct Shared {
     limits: guard::Table,
     /// The trace pipeline of `[tracing]`, when on.
     pipeline: Option<Arc<Pipeline>>,
+    /// Whether the gateway takes traffic: false from the shutdown signal
+    /// on (what `/readyz` and the gRPC health service say). Kept across
+    /// reloads.
+    serving: Arc<AtomicBool>,
 }
 
 /// One client per backend of `config`; the client of a backend whose
@@ -210,10 +216,12 @@ impl Gateway {
             )),
         };
         let shadows = shadows(&config, &clients, &metrics, &admission);
+        let serving = before.map_or_else(|| Arc::new(AtomicBool::new(true)), |s| s.serving.clone());
         let before = before.and_then(|s| s.pipeline.as_ref());
         let pipeline = pipeline(config.tracing.as_ref(), before, &mut kept);
         let shared = Arc::new(Shared {
             pipeline,
+            serving,
             prefixes: dispatch::Prefixes::new(&config),
             limits: registry.table(&config),
             registry,
@@ -229,6 +237,25 @@ impl Gateway {
     /// What `/readyz` should say about the routes (see [`readiness`]).
     pub fn readiness(&self) -> readiness::Readiness {
         readiness::check(&self.shared.config, &self.shared.clients)
+    }
+
+    /// The flag the server clears when it starts shutting down.
+    pub fn serving(&self) -> &Arc<AtomicBool> {
+        &self.shared.serving
+    }
+
+    /// The gateway's health as the gRPC health service reports it: the
+    /// gateway (`""`) is ready while serving and as `/readyz` says; a route
+    /// (by name) while it has a ready replica.
+    pub fn health(&self) -> Health {
+        let gw = self.clone();
+        Health::new(move |service| {
+            if service.is_empty() {
+                return Some(gw.shared.serving.load(Ordering::SeqCst) && gw.readiness().ready());
+            }
+            let route = gw.shared.config.routes.iter().find(|r| r.name == service)?;
+            Some(readiness::route_ready(route, &gw.shared.clients))
+        })
     }
 
     pub fn config(&self) -> &Config {

@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::config::{Config, Readyz};
+use crate::config::{Config, Readyz, Route};
 use crate::infer::Client;
 
 /// The routes' readiness.
@@ -28,18 +28,23 @@ impl Readiness {
     }
 }
 
+/// Whether one of `route`'s backends (with a weight above 0) has a replica
+/// taking traffic with each of the route's models ready.
+pub fn route_ready(route: &Route, clients: &BTreeMap<String, Client>) -> bool {
+    route.split.iter().filter(|w| w.weight > 0).any(|w| {
+        clients
+            .get(&w.backend.name)
+            .is_some_and(|c| c.upstream.ready_for(&route.models))
+    })
+}
+
 /// Checks every route (nothing when `server.readyz = "process"`).
 pub fn check(config: &Config, clients: &BTreeMap<String, Client>) -> Readiness {
     let mode = config.server.readyz;
     let mut not_ready = Vec::new();
     if mode != Readyz::Process {
         for r in &config.routes {
-            let ready = r.split.iter().filter(|w| w.weight > 0).any(|w| {
-                clients
-                    .get(&w.backend.name)
-                    .is_some_and(|c| c.upstream.ready_for(&r.models))
-            });
-            if !ready {
+            if !route_ready(r, clients) {
                 not_ready.push(r.name.clone());
             }
         }

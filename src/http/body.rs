@@ -44,6 +44,15 @@ pub fn concat(mut pieces: Vec<Bytes>) -> Bytes {
     }
 }
 
+/// `{"error": message}` as bytes.
+pub fn error_body(message: &str) -> Bytes {
+    let mut out = Vec::with_capacity(message.len() + 12);
+    out.extend_from_slice(b"{\"error\":");
+    crate::codec::v2::strings::write_json_string(message.as_bytes(), &mut out);
+    out.push(b'}');
+    Bytes::from(out)
+}
+
 /// A JSON response with a status.
 pub fn json_response(status: http::StatusCode, body: Bytes) -> http::Response<Body> {
     let mut resp = http::Response::new(full(body));
@@ -215,6 +224,11 @@ impl ChannelBody {
     pub fn new(capacity: usize) -> (tokio::sync::mpsc::Sender<Result<Bytes, BoxError>>, Self) {
         let (tx, rx) = tokio::sync::mpsc::channel(capacity.max(1));
         (tx, ChannelBody { rx })
+    }
+
+    /// The body a channel's receiving end feeds.
+    pub fn from_receiver(rx: tokio::sync::mpsc::Receiver<Result<Bytes, BoxError>>) -> Self {
+        ChannelBody { rx }
     }
 }
 

@@ -233,6 +233,11 @@ impl ClientBody {
         self.declared
     }
 
+    /// The most bytes the body may hold (decompressed).
+    pub fn limit(&self) -> u64 {
+        self.limit
+    }
+
     /// Bytes received from the client (compressed, if it compressed).
     pub fn wire_bytes(&self) -> u64 {
         self.wire

@@ -4,6 +4,7 @@
 //! hold whichever protocol reached it.
 
 use super::InferError;
+use crate::codec::v2::DocLimits;
 use crate::codec::v2::{Document, EntryHead};
 use crate::config::Route;
 use crate::rules::Side;
@@ -39,4 +40,16 @@ pub fn check_request(route: &Route, header: &Document) -> Result<(), InferError>
         .rules
         .check_names(Side::Input, header.tensors.iter().map(|t| t.name.as_str()))
         .map_err(refused(route))
+}
+
+/// JSON values outside tensor `data` a request may carry (with the byte
+/// budget of `max_json_header_bytes`): about 5 MiB of parsed values at most.
+const MAX_MEMBER_VALUES: u64 = 65_536;
+
+/// Limits on a client's request document, from the route's limits: the JSON
+/// outside tensor `data` is bounded like a binary request's header.
+pub fn doc_limits(route: &Route) -> DocLimits {
+    let l = &route.limits;
+    DocLimits::new(l.max_elements_per_tensor, l.max_dims)
+        .with_member_budget(l.max_json_header_bytes, MAX_MEMBER_VALUES)
 }

@@ -28,6 +28,8 @@ pub enum InferError {
         route: String,
         source: Box<RawError>,
     },
+    #[error("route \"{route}\": the request cannot be sent to a gRPC backend: {reason}")]
+    NotGrpc { route: String, reason: String },
     #[error("route \"{route}\": input \"{input}\" cannot be sent to a JSON backend: {source}")]
     InputNotJson {
         route: String,
@@ -69,7 +71,7 @@ impl Classify for InferError {
             InferError::Rule { violation, .. } => Class::BadTensor {
                 tensor: violation.tensor_name().to_owned(),
             },
-            InferError::Raw { .. } => Class::Malformed,
+            InferError::Raw { .. } | InferError::NotGrpc { .. } => Class::Malformed,
             InferError::InputNotJson { input, .. } => Class::BadTensor {
                 tensor: input.clone(),
             },

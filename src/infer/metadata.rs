@@ -12,6 +12,7 @@ use http_body_util::{BodyExt, Limited};
 use serde::Deserialize;
 
 use super::ModelRef;
+use crate::config::Protocol;
 use crate::tensor::DataType;
 use crate::upstream::{Outgoing, Upstream};
 
@@ -152,6 +153,9 @@ impl MetadataCache {
 }
 
 async fn fetch(upstream: &Upstream, model: &ModelRef) -> Result<ModelMetadata, MetadataError> {
+    if upstream.backend.protocol() == Protocol::Grpc {
+        return fetch_grpc(upstream, model).await;
+    }
     let mut req = Outgoing::get(model.path());
     req.model = Some(model.name.clone());
     let resp = upstream.send(req, None).await?;
@@ -174,6 +178,51 @@ async fn fetch(upstream: &Upstream, model: &ModelRef) -> Result<ModelMetadata, M
         });
     }
     ModelMetadata::parse(&body).map_err(invalid)
+}
+
+/// `ModelMetadata` from a gRPC backend, read as its JSON twin.
+async fn fetch_grpc(upstream: &Upstream, model: &ModelRef) -> Result<ModelMetadata, MetadataError> {
+    use crate::codec::grpc::json::model_metadata_to_json;
+    use crate::codec::grpc::proto::inference as pb;
+    use crate::upstream::grpc::{self, Answer};
+    use prost::Message;
+
+    let invalid = |detail: String| MetadataError::Invalid {
+        backend: upstream.name().to_owned(),
+        model: model.name.clone(),
+        detail,
+    };
+    let message = pb::ModelMetadataRequest {
+        name: model.name.clone(),
+        version: model.version.clone().unwrap_or_default(),
+    }
+    .encode_to_vec();
+    let req = grpc::call(
+        "ModelMetadata",
+        vec![message.into()],
+        http::HeaderMap::new(),
+        Some(model.name.clone()),
+        true,
+    )
+    .map_err(|e| invalid(e.to_string()))?;
+    let resp = upstream.send(req, None).await?;
+    let (parts, body) = resp.into_parts();
+    let mut body = body;
+    let answer = grpc::read_answer(&parts.headers, &mut body, MAX_METADATA_BYTES as u64)
+        .await
+        .map_err(|e| invalid(format!("reading the reply failed: {e}")))?;
+    match answer {
+        Answer::Message(m) => {
+            let reply = pb::ModelMetadataResponse::decode(m).map_err(|e| invalid(e.to_string()))?;
+            let json = model_metadata_to_json(&reply).map_err(|e| invalid(e.to_string()))?;
+            ModelMetadata::parse(&json).map_err(invalid)
+        }
+        Answer::Status { code, .. } => Err(MetadataError::NotFound {
+            backend: upstream.name().to_owned(),
+            model: model.name.clone(),
+            status: StatusCode::from_u16(code.http()).unwrap_or(StatusCode::NOT_FOUND),
+        }),
+    }
 }
 
 #[cfg(test)]

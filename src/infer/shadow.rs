@@ -167,6 +167,8 @@ impl Mirror {
                 body: OutBody::Chunks(chunks.clone()),
                 model: out.model.clone(),
                 idempotent: out.idempotent,
+                // A shadow copy has its own time, not the client's.
+                deadline: None,
             },
             permit,
             watch,

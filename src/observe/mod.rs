@@ -47,6 +47,9 @@ struct Totals {
 
 #[derive(Debug)]
 struct Inner {
+    /// The status a frontend says the request ended with, where its
+    /// protocol's HTTP status says nothing (gRPC: always 200); 0 for none.
+    status: std::sync::atomic::AtomicU16,
     metrics: Metrics,
     /// The series of requests no route serves (until bound).
     unbound: Arc<RouteMetrics>,
@@ -74,6 +77,9 @@ struct Inner {
     trace: Option<Trace>,
     /// What failed, for a sampled trace's span.
     failure: OnceLock<String>,
+    /// The client's own deadline, when its protocol carries one (gRPC's
+    /// `grpc-timeout`).
+    deadline: OnceLock<Instant>,
 }
 
 #[derive(Debug)]
@@ -129,6 +135,7 @@ impl Observation {
     pub fn start(s: Start<'_>) -> Observation {
         let obs = Observation {
             inner: Arc::new(Inner {
+                status: std::sync::atomic::AtomicU16::new(0),
                 metrics: s.metrics.clone(),
                 unbound: s.metrics.route(NO_ROUTE, &[]),
                 kind: s.kind,
@@ -145,6 +152,7 @@ impl Observation {
                 caller: OnceLock::new(),
                 trace: s.trace,
                 failure: OnceLock::new(),
+                deadline: OnceLock::new(),
             }),
         };
         obs.inner.unbound.in_flight.inc();
@@ -398,12 +406,33 @@ impl Observation {
         parts
             .headers
             .insert(REQUEST_ID, self.inner.request_id.clone());
-        let status = parts.status.as_u16();
+        let status = match self.inner.status.load(Ordering::Relaxed) {
+            0 => parts.status.as_u16(),
+            said => said,
+        };
         let body = Metered::new(body, self, Leg::Client { status });
         Response::from_parts(parts, body.boxed_unsync())
     }
 
     fn complete(&self, status: u16, completed: bool) {
         self.inner.complete(status, completed);
+    }
+
+    /// The status to count and log the request under, where its response's
+    /// HTTP status says nothing (a gRPC status stands for one).
+    pub fn set_status(&self, status: u16) {
+        self.inner.status.store(status, Ordering::Relaxed);
+    }
+
+    /// The client's deadline: every backend exchange for the request ends
+    /// by then, and a gRPC backend is told the time left. Only the first
+    /// call counts.
+    pub fn set_deadline(&self, at: Instant) {
+        let _ = self.inner.deadline.set(at);
+    }
+
+    /// The client's deadline, if it gave one.
+    pub fn deadline(&self) -> Option<Instant> {
+        self.inner.deadline.get().copied()
     }
 }

@@ -19,7 +19,6 @@ pub mod workers;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::sync::atomic::AtomicBool;
 
 use tokio::net::TcpListener;
 use tokio::sync::watch;
@@ -92,7 +91,6 @@ pub fn start_with_metrics(
     let admin_addr = admin.local_addr()?;
     let (stop, stopped) = watch::channel(false);
     let (admin_stop, admin_stopped) = watch::channel(false);
-    let ready = Arc::new(AtomicBool::new(true));
     let head_timeout = config.server.handshake_timeout;
     let tls = match &config.server.tls {
         Some(t) => Some(TlsSettings::new(t).map_err(std::io::Error::other)?),
@@ -101,6 +99,8 @@ pub fn start_with_metrics(
     metrics.init_series(&config);
     let workers = workers::Workers::start(config.server.workers)?;
     let live = Live::new(Gateway::new(config, metrics.clone()));
+    // The gateway's own flag: the gRPC health service reads it too.
+    let ready = live.current().serving().clone();
     let reloads = Arc::new(status::ReloadLog::default());
     let board = Arc::new(status::Board {
         started: std::time::SystemTime::now(),

@@ -15,11 +15,15 @@ use http_body_util::{BodyExt, Limited};
 use tokio::sync::{Notify, Semaphore};
 use tokio::task::JoinSet;
 
+use super::grpc;
 use super::models::Followed;
 use super::{Inner, Replica, now_ms};
 use crate::codec::v2::path::model_base;
 use crate::config::Backend;
+use crate::config::Protocol;
+use crate::http::body::BoxError;
 use crate::http::body::empty;
+use http::HeaderMap;
 
 /// Most bytes of a check's reply read (and dropped) so the connection
 /// can be reused.
@@ -57,7 +61,7 @@ async fn round(inner: &Inner) {
 
 async fn check_replica(backend: &Arc<Backend>, r: &Arc<Replica>, models: &[Arc<Followed>]) {
     let cfg = &backend.health;
-    let status = probe(backend, r, "/v2/health/ready").await;
+    let status = probe(backend, r, Probe::Server).await;
     let passed = status.is_some_and(|s| s.is_success());
     if let Some(up) = r.health.checked(passed, cfg) {
         if up {
@@ -90,8 +94,7 @@ async fn check_replica(backend: &Arc<Backend>, r: &Arc<Replica>, models: &[Arc<F
         let backend = backend.clone();
         checks.spawn(async move {
             let _turn = at_once.acquire_owned().await;
-            let path = format!("{}/ready", model_base(&t.name, None));
-            let Some(status) = probe(&backend, &r, &path).await else {
+            let Some(status) = probe(&backend, &r, Probe::Model(&t.name)).await else {
                 return;
             };
             let ready = status.is_success();
@@ -110,12 +113,32 @@ async fn check_replica(backend: &Arc<Backend>, r: &Arc<Replica>, models: &[Arc<F
     while checks.join_next().await.is_some() {}
 }
 
-/// `GET path` on the replica within the check timeout: its status, or
-/// `None` when no answer came.
-async fn probe(backend: &Backend, r: &Replica, path: &str) -> Option<StatusCode> {
+/// What a check asks.
+#[derive(Clone, Copy, Debug)]
+enum Probe<'a> {
+    /// Whether the server is ready.
+    Server,
+    /// Whether the model of this name is ready.
+    Model(&'a str),
+}
+
+/// The check on the replica within the check timeout: its status (for a
+/// gRPC backend, the one its answer stands for), or `None` when no answer
+/// came.
+async fn probe(backend: &Backend, r: &Replica, what: Probe<'_>) -> Option<StatusCode> {
+    if backend.protocol() == Protocol::Grpc {
+        return tokio::time::timeout(backend.health.timeout, probe_grpc(r, what))
+            .await
+            .ok()
+            .flatten();
+    }
+    let path = match what {
+        Probe::Server => "/v2/health/ready".to_owned(),
+        Probe::Model(name) => format!("{}/ready", model_base(name, None)),
+    };
     let mut req = Request::new(empty());
     *req.method_mut() = Method::GET;
-    *req.uri_mut() = r.uri_for(path);
+    *req.uri_mut() = r.uri_for(&path);
     req.headers_mut().insert(header::HOST, r.host().clone());
     let exchange = async {
         let resp = r.client().request(req).await.ok()?;
@@ -130,4 +153,53 @@ async fn probe(backend: &Backend, r: &Replica, path: &str) -> Option<StatusCode>
         .await
         .ok()
         .flatten()
+}
+
+/// `ServerReady` or `ModelReady` on a gRPC replica: 200 when it says
+/// ready, 503 when it says not, the status a refusal stands for (an
+/// unknown model: 404).
+async fn probe_grpc(r: &Replica, what: Probe<'_>) -> Option<StatusCode> {
+    use prost::Message;
+
+    use crate::codec::grpc::proto::inference as pb;
+    let (method, message) = match what {
+        Probe::Server => ("ServerReady", pb::ServerReadyRequest {}.encode_to_vec()),
+        Probe::Model(name) => (
+            "ModelReady",
+            pb::ModelReadyRequest {
+                name: name.to_owned(),
+                version: String::new(),
+            }
+            .encode_to_vec(),
+        ),
+    };
+    let out = grpc::call(method, vec![message.into()], HeaderMap::new(), None, true).ok()?;
+    let mut req = Request::new(
+        crate::http::body::ChunksBody::new(match out.body {
+            super::OutBody::Chunks(c) => c,
+            _ => Vec::new(),
+        })
+        .boxed(),
+    );
+    *req.method_mut() = Method::POST;
+    *req.uri_mut() = r.uri_for(&out.path);
+    *req.headers_mut() = out.headers;
+    let resp = r.client().request(req).await.ok()?;
+    let (parts, body) = resp.into_parts();
+    let mut body = body.map_err(BoxError::from).boxed_unsync();
+    let answer = grpc::read_answer(&parts.headers, &mut body, MAX_CHECK_BODY as u64)
+        .await
+        .ok()?;
+    let ready = match answer {
+        grpc::Answer::Status { code, .. } => return StatusCode::from_u16(code.http()).ok(),
+        grpc::Answer::Message(m) => match what {
+            Probe::Server => pb::ServerReadyResponse::decode(m).ok()?.ready,
+            Probe::Model(_) => pb::ModelReadyResponse::decode(m).ok()?.ready,
+        },
+    };
+    Some(if ready {
+        StatusCode::OK
+    } else {
+        StatusCode::SERVICE_UNAVAILABLE
+    })
 }

@@ -60,11 +60,15 @@ pub fn connector(backend: &Backend) -> Connector {
     // `https` URIs reach the TCP connector too; the scheme is checked here.
     tcp.enforce_http(false);
     let tls = backend.is_https().then(|| {
-        let config = crate::tls::client_config(&backend.tls).unwrap_or_else(|e| {
+        let mut config = crate::tls::client_config(&backend.tls).unwrap_or_else(|e| {
             // The configuration was checked by building this same value.
             tracing::error!(backend = backend.name, error = %e, "backend TLS settings refused; its handshakes will fail");
             crate::tls::refusing_client_config()
         });
+        if backend.protocol() == crate::config::Protocol::Grpc {
+            // gRPC is HTTP/2 only.
+            config.alpn_protocols = vec![b"h2".to_vec()];
+        }
         Tls {
             connector: TlsConnector::from(Arc::new(config)),
             server_name: backend

@@ -30,6 +30,10 @@ pub enum UpstreamError {
         model: String,
         retry_after: u64,
     },
+    /// The client's deadline came before the backend's answer: the
+    /// client's doing, not the backend's.
+    #[error("deadline exceeded: the client's time ran out before backend \"{backend}\" answered")]
+    Deadline { backend: String },
     /// The reply was not HTTP (the HTTP parser's words).
     #[error("backend \"{backend}\" sent an invalid response: {detail}")]
     Invalid { backend: String, detail: String },
@@ -63,6 +67,7 @@ impl Classify for UpstreamError {
             }
             UpstreamError::Invalid { .. } => (UpstreamKind::Invalid, None),
             UpstreamError::RequestBody(e) => return e.class(),
+            UpstreamError::Deadline { .. } => return Class::DeadlineExceeded,
         };
         Class::Upstream { kind, retry_after }
     }

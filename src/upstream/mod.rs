@@ -25,6 +25,7 @@ pub mod connector;
 mod dns;
 mod error;
 mod failure;
+pub mod grpc;
 mod health;
 pub mod location;
 mod models;
@@ -36,7 +37,7 @@ mod set;
 
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use http::{HeaderMap, Method};
@@ -162,6 +163,10 @@ pub struct Outgoing {
     /// Safe to send again even if a replica may have read it (idempotent
     /// methods are, whatever this says).
     pub idempotent: bool,
+    /// The client's own deadline: the exchange ends by then even when the
+    /// backend's request timeout is longer, and a gRPC backend is told the
+    /// time left (`grpc-timeout`).
+    pub deadline: Option<Instant>,
 }
 
 impl Outgoing {
@@ -174,6 +179,7 @@ impl Outgoing {
             body: OutBody::Empty,
             model: None,
             idempotent: false,
+            deadline: None,
         }
     }
 }

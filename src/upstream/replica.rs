@@ -17,7 +17,7 @@ use tokio::time::Instant;
 use super::UpstreamError;
 use super::connector::{Connector, connector};
 use super::health::Health;
-use crate::config::{Backend, ServerConfig};
+use crate::config::{Backend, Protocol, ServerConfig};
 use crate::error::UpstreamKind;
 use crate::http::body::Body;
 use crate::metrics::window::Window;
@@ -95,6 +95,7 @@ impl Replica {
                 connector: connector(backend),
                 idle_timeout: backend.pool_idle_timeout,
                 max_idle: backend.pool_max_idle_per_host,
+                http2: backend.protocol() == Protocol::Grpc,
             },
             slots: Arc::new(Semaphore::new(backend.max_connections.max(1))),
             in_flight: AtomicUsize::new(0),
@@ -132,7 +133,14 @@ impl Replica {
             .unwrap_or(HeaderValue::from_static("localhost"));
         let label = url.to_string();
         let label = label.strip_suffix('/').unwrap_or(&label).to_owned();
-        Replica::new(backend, label, url.clone(), host, model_slots, families)
+        Replica::new(
+            backend,
+            label,
+            transport_uri(url),
+            host,
+            model_slots,
+            families,
+        )
     }
 
     /// The calling thread's connection pool to the replica.
@@ -146,6 +154,8 @@ impl Replica {
                 // A pooled connection found closed before the request was
                 // handed to it is replaced (the default, stated).
                 .retry_canceled_requests(true)
+                .http2_only(self.pool.http2)
+                .timer(TokioTimer::new())
                 .build(self.pool.connector.clone())
         })
     }
@@ -230,6 +240,25 @@ struct PoolSettings {
     connector: Connector,
     idle_timeout: Duration,
     max_idle: usize,
+    /// HTTP/2 only (a gRPC backend): one connection carries many requests
+    /// at once; each request still picks its replica.
+    http2: bool,
+}
+
+/// The URI requests to a configured URL go to: a `grpc://` replica is
+/// reached over cleartext HTTP/2, a `grpcs://` one over TLS.
+fn transport_uri(url: &Uri) -> Uri {
+    let scheme = match url.scheme_str() {
+        Some("grpc") => http::uri::Scheme::HTTP,
+        Some("grpcs") => http::uri::Scheme::HTTPS,
+        _ => return url.clone(),
+    };
+    let mut parts = url.clone().into_parts();
+    parts.scheme = Some(scheme);
+    if parts.path_and_query.is_none() {
+        parts.path_and_query = Some(http::uri::PathAndQuery::from_static("/"));
+    }
+    Uri::from_parts(parts).unwrap_or_else(|_| url.clone())
 }
 
 /// One request's hold on a replica: counted in its in-flight requests from

@@ -17,11 +17,16 @@ use super::{
     Lease, Outgoing, Replica, Stalled, Upstream, UpstreamBody, UpstreamError, Watch, location,
     now_ms,
 };
+use crate::codec::grpc::timeout;
+use crate::config::Protocol;
 use crate::error::UpstreamKind;
 use crate::http::body::Body;
 use crate::http::headers::REQUEST_ID;
 use crate::metrics::RETRY_OUTCOMES;
 use crate::trace::{self, Attribute, Trace};
+
+/// The time a gRPC backend is given for a call.
+const GRPC_TIMEOUT: http::HeaderName = http::HeaderName::from_static("grpc-timeout");
 
 /// What one attempt on one replica came to.
 enum Attempt {
@@ -52,7 +57,12 @@ impl Upstream {
     ) -> Result<Response<UpstreamBody>, UpstreamError> {
         let obs = obs.as_ref();
         let backend = &*self.backend;
-        let deadline = Instant::now() + backend.request_timeout;
+        let own = Instant::now() + backend.request_timeout;
+        // The client's deadline, when it comes first, ends the exchange
+        // without counting against the replica.
+        let client_first = out.deadline.filter(|at| *at < own);
+        let deadline = client_first.unwrap_or(own);
+        let grpc = backend.protocol() == Protocol::Grpc;
         let replayable = out.body.replayable();
         let mut end = out.body.take_end();
         let own_host = out.headers.contains_key(header::HOST);
@@ -75,6 +85,12 @@ impl Upstream {
             let mut lease = Lease::start(replica.clone());
             lease.hold(replica.slot(backend, backend.connect_timeout).await?);
             let again = replayable && tried.len() <= retries as usize;
+            if let (true, Some(at)) = (grpc, out.deadline) {
+                let left = at.saturating_duration_since(Instant::now());
+                if let Ok(v) = HeaderValue::try_from(timeout::encode(left)) {
+                    out.headers.insert(GRPC_TIMEOUT, v);
+                }
+            }
             let span = AttemptSpan::start(obs, self.name(), replica, tried.len() - 1, &out);
             let mut req = request(replica, &mut out, again, own_host);
             span.inject(obs, req.headers_mut());
@@ -82,9 +98,16 @@ impl Upstream {
             span.end(&attempt);
             match &attempt {
                 Attempt::Answer { resp, .. } if !resp.status().is_server_error() => {}
+                // The client's own deadline is not the replica's error.
+                Attempt::TimedOut if client_first.is_some() => {}
                 _ => lease.fail(),
             }
             let (failure, early) = match attempt {
+                Attempt::TimedOut if client_first.is_some() => {
+                    return Err(UpstreamError::Deadline {
+                        backend: self.name().to_owned(),
+                    });
+                }
                 Attempt::TimedOut => {
                     self.failed(replica, UpstreamKind::Timeout, &replicas);
                     return Err(self.timeout(backend.request_timeout));

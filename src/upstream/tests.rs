@@ -83,6 +83,7 @@ fn infer(model: &str) -> Outgoing {
         body: OutBody::Chunks(vec![Bytes::from_static(b"{}")]),
         model: Some(model.to_owned()),
         idempotent: false,
+        deadline: None,
     }
 }
 

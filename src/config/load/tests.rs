@@ -88,7 +88,7 @@ backend = "triton"
         "server.colour: unknown key",
         "server.listen: \"nowhere\" is not an address like 127.0.0.1:8000",
         "server.shutdown_grace: unknown unit \"parsecs\"",
-        "backends.triton.url: \"ftp://x\" is not an http://host:port or https://host:port URL",
+        "backends.triton.url: \"ftp://x\" is not an http://host:port, https://host:port, grpc://host:port or grpcs://host:port URL",
         "backends.triton.connect_timeout: invalid type: integer `5`, expected a duration like \"30s\"",
         "routes[0].models[1]: invalid type: integer `3`, expected a non-empty string",
         "routes[0].backend: unknown backend \"nope\"",

@@ -22,7 +22,9 @@ fn single_backend_refuses_hostile_urls_cleanly() {
         let e = Config::single_backend(&[url], DEFAULT_LISTEN, DEFAULT_ADMIN_LISTEN).unwrap_err();
         let expected = ConfigError {
             key: "backends.default.url".into(),
-            message: format!("{url:?} is not an http://host:port or https://host:port URL"),
+            message: format!(
+                "{url:?} is not an http://host:port, https://host:port, grpc://host:port or grpcs://host:port URL"
+            ),
         };
         assert_eq!(e.0, [expected]);
     }

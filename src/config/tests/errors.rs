@@ -97,7 +97,7 @@ fn a_reported_key_is_not_reported_again() {
         "[backends.triton]\nurl = \"htp:/x\"\n[[routes]]\nname = \"a\"\nmodels = [\"m\"]\n\
          backend = \"triton\"\n[[routes]]\nname = \"b\"\nmodels = [\"n\"]\nbackend = \"nope\"\n",
         &[
-            "backends.triton.url: \"htp:/x\" is not an http://host:port or https://host:port URL",
+            "backends.triton.url: \"htp:/x\" is not an http://host:port, https://host:port, grpc://host:port or grpcs://host:port URL",
             "routes[1].backend: unknown backend \"nope\" (no usable backend is defined)",
         ],
     );

@@ -145,8 +145,8 @@ fn backend_tls_problems_are_reported_at_their_keys() {
         ))
         .unwrap_err(),
         [
-            "backends.b.tls_ca_file: only for https:// urls",
-            "backends.b.tls_server_name: only for https:// urls",
+            "backends.b.tls_ca_file: only for https:// and grpcs:// urls",
+            "backends.b.tls_server_name: only for https:// and grpcs:// urls",
         ]
     );
     assert_eq!(

@@ -8,7 +8,7 @@ use std::path::Path;
 use super::Check;
 use crate::config::raw::{Name, RawBackend, RawServerTls};
 use crate::config::tls::{at, resolve};
-use crate::config::{Backend, BackendTls, Identity, Replicas, ServerTls, ServerTlsFiles, backend};
+use crate::config::{Backend, BackendTls, Identity, Replicas, ServerTls, ServerTlsFiles};
 
 impl Check<'_> {
     /// `[server.tls]`, its files read and checked.
@@ -46,12 +46,12 @@ impl Check<'_> {
     /// `backend.tls`.
     pub(super) fn backend_tls(&mut self, backend: &mut Backend, raw: &RawBackend) {
         let prefix = format!("backends.{}", backend.name);
-        if let Replicas::Urls(urls) = &backend.replicas {
-            let https = urls.iter().filter(|u| backend::is_https(u)).count();
-            if https != 0 && https != urls.len() {
-                let message = "mixes http:// and https:// URLs (one backend, one scheme)";
-                self.error(format!("{prefix}.urls"), message);
-            }
+        if let Replicas::Urls(urls) = &backend.replicas
+            && let Some(first) = urls.first()
+            && urls.iter().any(|u| u.scheme() != first.scheme())
+        {
+            let message = "mixes URL schemes (one backend, one scheme: http, https, grpc or grpcs)";
+            self.error(format!("{prefix}.urls"), message);
         }
         let https = backend.is_https();
         let named = [
@@ -62,7 +62,10 @@ impl Check<'_> {
         ];
         if !https {
             for (field, _) in named.iter().filter(|(_, set)| *set) {
-                self.error(format!("{prefix}.{field}"), "only for https:// urls");
+                self.error(
+                    format!("{prefix}.{field}"),
+                    "only for https:// and grpcs:// urls",
+                );
             }
             return;
         }

@@ -70,6 +70,7 @@ pub fn render(e: &Error, obs: &Observation) -> Response<Body> {
         | Class::BodyTimeout
         | Class::Forbidden
         | Class::ShuttingDown
+        | Class::DeadlineExceeded
         | Class::Upstream { .. }
         | Class::Internal => error(json!({"code": "unknown"}), &message),
     };

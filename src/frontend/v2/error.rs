@@ -5,14 +5,13 @@
 //! tensor and rule. The SageMaker container paths and every endpoint passed
 //! through answer errors the same way.
 
-use bytes::Bytes;
 use http::{HeaderValue, Response, header};
 
 use crate::codec::v2::DocError;
 use crate::codec::v2::framing::FramingError;
 use crate::codec::v2::json_write::WriteError;
 use crate::error::{Class, Classify, Error, TensorLabel, Violated};
-use crate::http::body::{Body, json_response};
+use crate::http::body::{Body, error_body, json_response};
 
 /// The challenge of a 401.
 pub const WWW_AUTHENTICATE: &str = "Bearer realm=\"tensorgate\"";
@@ -114,15 +113,6 @@ pub fn render(e: &Error) -> Response<Body> {
         _ => {}
     }
     resp
-}
-
-/// `{"error": message}` as bytes.
-pub fn error_body(message: &str) -> Bytes {
-    let mut out = Vec::with_capacity(message.len() + 12);
-    out.extend_from_slice(b"{\"error\":");
-    crate::codec::v2::strings::write_json_string(message.as_bytes(), &mut out);
-    out.push(b'}');
-    Bytes::from(out)
 }
 
 #[cfg(test)]

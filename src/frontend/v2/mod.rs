@@ -7,6 +7,7 @@
 //! streaming JSON as the backend's bytes arrive where it can.
 
 mod error;
+mod grpc_backend;
 mod json_stream;
 mod passthrough;
 mod read;
@@ -17,7 +18,8 @@ use std::time::Instant;
 use http::request::Parts;
 use http::{Response, header};
 
-pub use error::{V2Error, WWW_AUTHENTICATE, error_body, render};
+pub use crate::http::body::error_body;
+pub use error::{V2Error, WWW_AUTHENTICATE, render};
 pub use json_stream::write_values;
 pub use passthrough::Passthrough;
 use read::EarlyStart;

@@ -15,6 +15,7 @@ use http_body_util::BodyExt;
 
 use super::render;
 use crate::codec::v2::path::Control;
+use crate::config::Protocol;
 use crate::config::{Config, Route};
 use crate::error::Error;
 use crate::frontend::{BodyPlan, Call, Frontend, Payload, Routing, Target};
@@ -74,6 +75,13 @@ impl Frontend for Passthrough {
             .into());
         };
         let (upstream, obs) = (exchange.upstream, exchange.obs);
+        if upstream.backend.protocol() == Protocol::Grpc {
+            let body = match call.body {
+                Payload::Forward(b) => Some(b),
+                Payload::Empty | Payload::Read(_) => None,
+            };
+            return super::grpc_backend::serve(exchange, call.head, body).await;
+        }
         let mut parts = call.head;
         let coding = request_coding(&parts.headers).unwrap_or(Coding::Identity);
         strip_hop_by_hop(&mut parts.headers);
@@ -94,6 +102,7 @@ impl Frontend for Passthrough {
             body,
             model: Some(model).filter(|m| !m.is_empty()),
             idempotent: false,
+            deadline: obs.deadline(),
         };
         let sent = std::time::Instant::now();
         let resp = match upstream.send(out, Some(obs.watch())).await {

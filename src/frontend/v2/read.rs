@@ -11,15 +11,14 @@ use super::V2Error;
 use crate::codec::v2::framing::{
     self, FramingError, HeaderReader, IHCL_HEADER, check_header_length,
 };
-use crate::codec::v2::{
-    BinaryCollector, DocError, DocKind, DocLimits, DocParser, Document, EntryData,
-};
+use crate::codec::v2::{BinaryCollector, DocError, DocKind, DocParser, Document, EntryData};
 use crate::config::Route;
 use crate::cpu;
 use crate::error::Error;
 use crate::http::client_body::BodyError;
 use crate::http::client_body::ClientBody;
 use crate::infer::backend::{Attempt, EarlySend};
+use crate::infer::checks::doc_limits;
 use crate::infer::checks::{check_heads, check_request};
 use crate::infer::{Exchange, ModelRef, TensorData};
 use crate::tensor::{DataType, bytes_layout};
@@ -74,18 +73,6 @@ impl ClientFraming {
             None => Ok(ClientFraming::Json),
         }
     }
-}
-
-/// JSON values outside tensor `data` a request may carry (with the byte
-/// budget of `max_json_header_bytes`): about 5 MiB of parsed values at most.
-const MAX_MEMBER_VALUES: u64 = 65_536;
-
-/// Limits on a client's request document, from the route's limits: the JSON
-/// outside tensor `data` is bounded like a binary request's header.
-pub fn doc_limits(route: &Route) -> DocLimits {
-    let l = &route.limits;
-    DocLimits::new(l.max_elements_per_tensor, l.max_dims)
-        .with_member_budget(l.max_json_header_bytes, MAX_MEMBER_VALUES)
 }
 
 fn bad_doc(route: &Route) -> impl Fn(DocError) -> V2Error + '_ {

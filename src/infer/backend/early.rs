@@ -105,7 +105,10 @@ impl<'a> EarlySend<'a> {
         headers: &HeaderMap,
         parser: &DocParser,
     ) -> Result<Attempt<'a>, InferError> {
-        if exchange.route.backend_format != WireFormat::Binary || exchange.shadow.is_some() {
+        if exchange.route.backend_format != WireFormat::Binary
+            || exchange.shadow.is_some()
+            || exchange.upstream.backend.protocol() != crate::config::Protocol::Http
+        {
             return Ok(Attempt::Never);
         }
         let (Some(doc), Some((tensor, converted))) = (parser.provisional(), parser.converted())
@@ -299,7 +302,7 @@ impl<'a> EarlySend<'a> {
         self.exchange.obs.backend_out(self.total);
         let sent = Instant::now();
         let resp = exchange.await;
-        Some(received(self.exchange, resp, sent))
+        Some(received(self.exchange, resp, sent).await)
     }
 }
 

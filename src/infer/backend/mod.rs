@@ -5,6 +5,7 @@
 //! client's path), and hands back the reply to be read ([`BackendReply`]).
 
 mod early;
+mod grpc;
 mod reply;
 mod request;
 
@@ -21,15 +22,59 @@ pub use request::RequestBody;
 use super::InferError;
 use super::{Exchange, InferRequest, ModelRef};
 use crate::codec::v2::framing::IHCL_HEADER;
+use crate::config::Protocol;
 use crate::config::WireFormat;
 use crate::cpu::{OFF_THREAD_BYTES, off_thread};
+use crate::http::body::{BoxError, ChunksBody};
 use crate::observe::Direction;
 use crate::observe::Metered;
 use crate::upstream::{OutBody, Outgoing, UpstreamBody, UpstreamError};
 
-/// A backend's reply body as the core reads it: counted, its pauses
-/// bounded, holding the backend's connection slot until it ends.
-pub type BackendBody = Metered<UpstreamBody>;
+/// A backend's reply body as the core reads it.
+#[derive(Debug)]
+pub enum BackendBody {
+    /// The backend's own body: counted, its pauses bounded, holding the
+    /// backend's connection slot until it ends.
+    Wire(Metered<UpstreamBody>),
+    /// A reply read whole already and written in the V2 layout (a gRPC
+    /// backend's); its bytes were counted as they came.
+    Decoded(ChunksBody),
+}
+
+impl BackendBody {
+    fn decoded(chunks: Vec<Bytes>) -> BackendBody {
+        BackendBody::Decoded(ChunksBody::new(chunks))
+    }
+}
+
+impl http_body::Body for BackendBody {
+    type Data = Bytes;
+    type Error = BoxError;
+
+    fn poll_frame(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<http_body::Frame<Bytes>, BoxError>>> {
+        match self.get_mut() {
+            BackendBody::Wire(b) => std::pin::Pin::new(b).poll_frame(cx),
+            BackendBody::Decoded(b) => std::pin::Pin::new(b).poll_frame(cx),
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        match self {
+            BackendBody::Wire(b) => b.is_end_stream(),
+            BackendBody::Decoded(b) => b.is_end_stream(),
+        }
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        match self {
+            BackendBody::Wire(b) => b.size_hint(),
+            BackendBody::Decoded(b) => b.size_hint(),
+        }
+    }
+}
 
 /// What the backend answered.
 #[derive(Debug)]
@@ -81,7 +126,9 @@ pub async fn prepare_charged(
     } = req;
     let format = exchange.route.backend_format;
     let size: u64 = data.iter().map(super::TensorData::len).sum();
-    let body = if format == WireFormat::Json && size >= OFF_THREAD_BYTES {
+    let body = if exchange.upstream.backend.protocol() == Protocol::Grpc {
+        grpc::request(&exchange.route.name, &model, &header, &data)?
+    } else if format == WireFormat::Json && size >= OFF_THREAD_BYTES {
         let route = exchange.route.name.clone();
         off_thread(move || request::build(&route, header, data, format)).await?
     } else {
@@ -204,7 +251,7 @@ async fn send_body(
     if let Some(copy) = copy {
         copy.start();
     }
-    received(exchange, resp, sent)
+    received(exchange, resp, sent).await
 }
 
 /// How a backend request's body is described in its headers.
@@ -223,6 +270,9 @@ fn outgoing(
     body: OutBody,
     mut headers: HeaderMap,
 ) -> Outgoing {
+    if exchange.upstream.backend.protocol() == Protocol::Grpc {
+        headers.insert(header::TE, HeaderValue::from_static("trailers"));
+    }
     // The gateway reads the reply itself: ask for it uncompressed.
     headers.remove(header::ACCEPT_ENCODING);
     headers.insert(
@@ -233,18 +283,23 @@ fn outgoing(
     if let Some(n) = head.header_len {
         headers.insert(IHCL_HEADER, HeaderValue::from(n));
     }
+    let path = match exchange.upstream.backend.protocol() {
+        Protocol::Grpc => format!("{}ModelInfer", crate::upstream::grpc::SERVICE),
+        Protocol::Http => model.infer_path(),
+    };
     Outgoing {
         method: http::Method::POST,
-        path: model.infer_path(),
+        path,
         headers,
         body,
         model: Some(model.name.clone()),
         idempotent: exchange.route.retry_infer,
+        deadline: exchange.obs.deadline(),
     }
 }
 
 /// The backend's answer to a request whose last byte went at `sent`.
-fn received(
+async fn received(
     exchange: Exchange<'_>,
     resp: Result<Response<UpstreamBody>, UpstreamError>,
     sent: Instant,
@@ -253,10 +308,52 @@ fn received(
     exchange.obs.upstream_first_byte(sent.elapsed());
     let (parts, body) = resp.into_parts();
     let body = exchange.obs.backend_body(body, sent);
+    let deadline = sent + exchange.upstream.backend.request_timeout;
+    let (parts, body) =
+        if exchange.upstream.backend.protocol() == Protocol::Grpc && parts.status.is_success() {
+            grpc_reply(exchange, &parts, body, deadline)
+                .await?
+                .into_parts()
+        } else {
+            (parts, BackendBody::Wire(body))
+        };
     if !parts.status.is_success() {
         exchange.obs.backend_status(parts.status);
         return Ok(Sent::Failed(Response::from_parts(parts, body)));
     }
-    let deadline = sent + exchange.upstream.backend.request_timeout;
     BackendReply::new(exchange, parts, body, deadline).map(|r| Sent::Reply(Box::new(r)))
+}
+
+/// A gRPC backend's reply read whole (within the request's time and the
+/// route's `max_response_bytes`) and written as an HTTP backend's.
+async fn grpc_reply(
+    exchange: Exchange<'_>,
+    parts: &http::response::Parts,
+    body: Metered<UpstreamBody>,
+    deadline: Instant,
+) -> Result<Response<BackendBody>, InferError> {
+    let upstream = exchange.upstream;
+    let limit = exchange.route.limits.max_response_bytes;
+    let read = grpc::reply(upstream.name(), &parts.headers, body, limit);
+    let left = deadline.saturating_duration_since(Instant::now());
+    let reply = tokio::time::timeout(left, read)
+        .await
+        .map_err(|_| upstream.timeout(upstream.backend.request_timeout))?;
+    reply.map_err(|fault| match fault {
+        grpc::ReplyFault::Read(crate::upstream::grpc::ReadError::Frame(
+            crate::codec::grpc::FrameError::TooLarge { .. },
+        )) => InferError::ReplyTooLarge {
+            route: exchange.route.name.clone(),
+            limit,
+        },
+        grpc::ReplyFault::Read(crate::upstream::grpc::ReadError::Body(e)) => {
+            upstream.body_error(&*e).into()
+        }
+        other => InferError::BadReply {
+            backend: upstream.name().to_owned(),
+            source: Box::new(MalformedReply::Http {
+                detail: other.to_string(),
+            }),
+        },
+    })
 }

@@ -19,6 +19,8 @@ pub mod params;
 pub mod proto;
 pub mod request;
 pub mod response;
+pub mod status;
+pub mod timeout;
 pub mod wire;
 
 pub use error::{InferError, TensorProblem};

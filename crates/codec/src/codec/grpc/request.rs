@@ -1,6 +1,6 @@
 //! `ModelInferRequest` and the V2 request form the gateway's core uses:
 //! a [`Document`] (`id`, `parameters` and `outputs` members; each input a
-//! [`TensorEntry`] head) and each input's data in the V2 binary layout as
+//! [`TensorEntry`](crate::codec::v2::model::TensorEntry) head) and each input's data in the V2 binary layout as
 //! `Bytes` pieces.
 //!
 //! From gRPC, `raw_input_contents` entries become the pieces as they are

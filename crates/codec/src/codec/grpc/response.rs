@@ -1,6 +1,6 @@
 //! `ModelInferResponse` and the V2 response form: a [`Document`]
 //! (`id`, `model_name`, `model_version`, `parameters` members; each output
-//! a [`TensorEntry`] head) and each output's data in the V2 binary layout
+//! a [`TensorEntry`](crate::codec::v2::model::TensorEntry) head) and each output's data in the V2 binary layout
 //! as `Bytes` pieces, both ways without copying tensor data.
 //!
 //! Triton answers with `raw_output_contents`, one entry per output in

@@ -1,0 +1,66 @@
+"""The JSON-client comparison of scripts/bench-proxy.sh as tables and
+checks: reads json_client.py's per-request lines (size, target, round,
+sequence, latency ms, reply bytes) and gives medians and speedups (direct
+latency over through-tensorgate latency). Reads numbers only; never runs
+anything.
+"""
+
+import statistics
+
+from fmt import ms, ratio, size, span
+from targets import Check
+
+# Issue 25's target 5: through tensorgate at least this much faster.
+TARGET = {256: 0.9, 16384: 2.5, 1048576: 5.0}
+
+
+def label(n):
+    return {256: "256", 16384: "16K", 1048576: "1M"}.get(n, str(n))
+
+
+class Triton:
+    def __init__(self, rows):
+        self.reqs = [dict(n=int(r[0]), target=r[1], round=int(r[2]), ms=float(r[4]), reply=int(r[5]))
+                     for r in rows]
+        self.sizes = sorted({r["n"] for r in self.reqs})
+        self.rounds = sorted({r["round"] for r in self.reqs})
+
+    def lat(self, n, target, rnd=None):
+        return [r["ms"] for r in self.reqs if r["n"] == n and r["target"] == target
+                and (rnd is None or r["round"] == rnd)]
+
+    def speedup(self, n, rnd=None):
+        return statistics.median(self.lat(n, "direct", rnd)) / statistics.median(self.lat(n, "gateway", rnd))
+
+    def tables(self, meta):
+        out = ["| N (FP32) | JSON request | requests | direct median | through tensorgate median | "
+               "speedup: direct / through tensorgate (per-round range) |",
+               "| --- | --- | --- | --- | --- | --- |"]
+        for n in self.sizes:
+            d, g = self.lat(n, "direct"), self.lat(n, "gateway")
+            per_round = [self.speedup(n, r) for r in self.rounds]
+            out.append(f"| {label(n)} | {size(int(meta.get(f'body_{n}', 0)))} | {len(d)} + {len(g)} | "
+                       f"{ms(statistics.median(d))} | {ms(statistics.median(g))} | "
+                       f"{ratio(self.speedup(n))} ({span(per_round)}) |")
+        return out
+
+    def checks(self):
+        return [Check(f"5. JSON client to Triton, N={label(n)}: speedup through tensorgate", self.speedup(n),
+                      TARGET[n], ">=", "x", [self.speedup(n, r) for r in self.rounds])
+                for n in self.sizes if n in TARGET]
+
+    def raw(self):
+        out = ["| round | N | direct median | gateway median | speedup |", "| --- | --- | --- | --- | --- |"]
+        for rnd in self.rounds:
+            for n in self.sizes:
+                d, g = statistics.median(self.lat(n, "direct", rnd)), statistics.median(self.lat(n, "gateway", rnd))
+                out.append(f"| {rnd} | {label(n)} | {d:.2f} ms | {g:.2f} ms | {d / g:.2f}x |")
+        return out
+
+
+def per_round(requests):
+    """"256=40,16384=20" as "40 requests of 256 elements, 20 of 16K"."""
+    parts = [tuple(int(x) for x in p.split("=")) for p in requests.split(",")]
+    text = [f"{k} {'requests ' if i == 0 else ''}of {label(n)}" + (" elements" if i == 0 else "")
+            for i, (n, k) in enumerate(parts)]
+    return ", ".join(text)

@@ -1,0 +1,86 @@
+//! `ModelInfer`: the request message read and decoded (raw contents stay
+//! slices of it), its model's route bound, its tensors checked against the
+//! route's rules, sent through the core as every frontend's infer is, and
+//! the reply written back as a `ModelInferResponse` whose raw output
+//! contents are slices of the backend's reply.
+
+use std::time::Instant;
+
+use bytes::Bytes;
+use http::Response;
+
+use super::message::{self, GrpcError};
+use super::status;
+use crate::codec::grpc::proto::inference::ModelInferRequest;
+use crate::codec::grpc::{self, frame};
+use crate::error::Error;
+use crate::frontend::{Call, Target};
+use crate::http::body::Body;
+use crate::http::headers::trace_headers;
+use crate::infer::backend::{self, Sent};
+use crate::infer::checks::{check_request, doc_limits};
+use crate::infer::route::{self, RouteError};
+use crate::infer::{InferRequest, ModelRef, TensorData};
+use crate::observe::Direction;
+
+/// Serves one `ModelInfer` call.
+pub async fn serve(call: Call<'_>) -> Result<Response<Body>, Error> {
+    let Target::Deferred { services } = call.target else {
+        return Err(RouteError::Internal {
+            what: "a ModelInfer call came bound before its message was read".into(),
+        }
+        .into());
+    };
+    let (head, obs) = (call.head, call.obs);
+    let mut body = call.body.into_read()?;
+    let limits = message::limits(&head.headers, body.limit())?;
+    let bytes = message::read_one(&mut body, limits).await?;
+    let started = Instant::now();
+    let request: ModelInferRequest = message::decode(bytes, "ModelInferRequest")?;
+    let config = services.config();
+    let route = route::for_model(config, &request.model_name, |_| true)?;
+    let exchange = services.bind(route, &request.model_name, &head, obs)?;
+    // Counted under the route, now that it is known.
+    drop(body);
+    let version = Some(request.model_version.clone()).filter(|v| !v.is_empty());
+    let v2 = grpc::request_to_v2(request, &doc_limits(route)).map_err(GrpcError::from)?;
+    let model = ModelRef {
+        name: v2.model_name,
+        version,
+    };
+    check_request(route, &v2.header)?;
+    let data = v2
+        .header
+        .tensors
+        .iter()
+        .zip(v2.data)
+        .map(|(t, pieces)| match t.data {
+            crate::codec::v2::EntryData::SharedMemory => TensorData::SharedMemory,
+            _ => TensorData::Pieces(pieces),
+        })
+        .collect();
+    let req = InferRequest {
+        model: model.clone(),
+        header: v2.header,
+        data,
+    };
+    let prepared = backend::prepare(exchange, req, started).await?;
+    let reply = match prepared
+        .send(exchange, trace_headers(&head.headers))
+        .await?
+    {
+        Sent::Failed(resp) => return Err(backend::refusal(exchange, &model, resp).await.into()),
+        Sent::Reply(reply) => reply,
+    };
+    let (_, reply) = reply.head(exchange).await?.collect(exchange).await?;
+    let converting = Instant::now();
+    obs.elements(Direction::Response, reply.element_count());
+    let data: Vec<Vec<Bytes>> = reply.data.iter().map(|d| d.pieces().to_vec()).collect();
+    let pieces = grpc::encode_response(&reply.header, &data).map_err(GrpcError::from)?;
+    let framed = frame::encode(pieces).map_err(|e| GrpcError::Translate {
+        what: "reply",
+        reason: e.to_string(),
+    })?;
+    obs.translation(Direction::Response, converting.elapsed());
+    Ok(status::reply(framed))
+}
