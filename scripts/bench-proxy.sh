@@ -117,37 +117,8 @@ fi
 if [ "$ONLY" != proxy ]; then
   [ -x "$TRITON_PY" ] || bench_die "no Triton venv at $TRITON_PY: run bash scripts/setup.sh"
 fi
-if [ -n "${TENSORGATE_BIN:-}" ]; then
-  BIN=$TENSORGATE_BIN
-else
-  BIN=${CARGO_TARGET_DIR:-target}/release/tensorgate
-  cargo build --release --bin tensorgate >&2
-fi
-[ -x "$BIN" ] || bench_die "no tensorgate binary at $BIN"
-
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/bench-proxy.XXXXXX")
-TRITON_STARTED=0
-cleanup() {
-  stop_all
-  if [ "$TRITON_STARTED" = 1 ]; then
-    TENSORGATE_RUN_DIR="$WORK/triton-run" bash scripts/triton-backend.sh stop 2>/dev/null || true
-  fi
-  if [ "${BENCH_KEEP:-0}" = 1 ]; then bench_log "kept $WORK"; else rm -rf "$WORK"; fi
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-# start_gateway BACKEND_URL: tensorgate with default logging to a file;
-# sets GW_PORT and GW_PID.
-start_gateway() {
-  local admin
-  GW_PORT=$(free_port)
-  admin=$(free_port)
-  start_bg "$WORK/tensorgate-$GW_PORT.log" "$BIN" --backend "$1" \
-    --listen "127.0.0.1:$GW_PORT" --admin-listen "127.0.0.1:$admin"
-  GW_PID=$BG_PID
-  wait_port "$GW_PORT" || bench_die "tensorgate did not listen on $GW_PORT (log: $WORK/tensorgate-$GW_PORT.log)"
-}
+bench_binary
+bench_workdir bench-proxy
 
 . "$HERE/bench/proxy.sh"
 . "$HERE/bench/triton.sh"

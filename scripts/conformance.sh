@@ -9,8 +9,8 @@
 #   2. starts a real Triton 2.51 (HTTP, and gRPC on a port of its own) and
 #      a KServe 0.21 on 127.0.0.1, unless TENSORGATE_TRITON_URL /
 #      TENSORGATE_KSERVE_URL already name running ones (then those are used
-#      and left running; TENSORGATE_TRITON_GRPC names the reused Triton's
-#      gRPC port);
+#      and left running; TENSORGATE_TRITON_GRPC and TENSORGATE_KSERVE_GRPC
+#      name the reused servers' gRPC ports);
 #   3. builds tensorgate: the debug profile by default (the same build
 #      `cargo test` makes; TENSORGATE_CONFORMANCE_PROFILE=release for a
 #      release build), or uses TENSORGATE_BIN when set;
@@ -60,8 +60,9 @@ bash scripts/triton-backend.sh setup
 bash scripts/kserve-backend.sh setup
 
 # ensure_backend NAME VAR: reuse $VAR if it answers, else start one.
-# Triton started here serves gRPC too, on a port of its own
-# (TENSORGATE_TRITON_GRPC, for tests/conformance/test_grpc.py).
+# Triton and KServe started here serve gRPC too, on a port of their own
+# (TENSORGATE_TRITON_GRPC and TENSORGATE_KSERVE_GRPC, for
+# tests/conformance/test_grpc.py and test_kserve_grpc.py).
 ensure_backend() {
   local name="$1" var="$2" url out port args=""
   url="${!var:-}"
@@ -71,12 +72,15 @@ ensure_backend() {
   fi
   log "$name: starting on 127.0.0.1"
   STARTED_SERVERS+=("$name")
+  port=$("$PY" -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])')
   if [ "$name" = triton ]; then
-    port=$("$PY" -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])')
     args="--allow-grpc=true --grpc-address=127.0.0.1 --grpc-port=$port"
     export TENSORGATE_TRITON_GRPC="127.0.0.1:$port"
+  else
+    export TENSORGATE_KSERVE_GRPC="127.0.0.1:$port"
   fi
-  out="$(TENSORGATE_RUN_DIR="$RUN_DIR" TENSORGATE_TRITON_ARGS="$args" bash "scripts/$name-backend.sh" start)"
+  out="$(TENSORGATE_RUN_DIR="$RUN_DIR" TENSORGATE_TRITON_ARGS="$args" TENSORGATE_KSERVE_GRPC_PORT="$port" \
+    bash "scripts/$name-backend.sh" start)"
   eval "$out"
   export "${var?}"
 }

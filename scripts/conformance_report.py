@@ -33,6 +33,7 @@ SUITES = OrderedDict(
         ("tritonclient-kserve", "tritonclient.http: KServe direct vs through tensorgate (tests/conformance/test_kserve_tritonclient.py)"),
         ("kserve-client", "kserve InferenceRESTClient: direct vs through tensorgate (tests/conformance/kserve_rest_client.py)"),
         ("grpc", "gRPC: tritonclient.grpc and tritonclient.http, Triton direct vs through tensorgate by frontend→backend protocol (tests/conformance/test_grpc.py)"),
+        ("kserve-grpc", "gRPC: tritonclient.grpc and tritonclient.http, KServe 0.21's gRPC server direct vs through tensorgate by frontend→backend protocol (tests/conformance/test_kserve_grpc.py)"),
     ]
 )
 

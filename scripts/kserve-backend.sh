@@ -17,7 +17,9 @@
 #
 # Environment: TENSORGATE_CACHE_DIR (default ~/.cache/tensorgate),
 # TENSORGATE_RUN_DIR, TENSORGATE_PYTHON (default python3),
-# TENSORGATE_KSERVE_START_TIMEOUT (default 60).
+# TENSORGATE_KSERVE_START_TIMEOUT (default 60), TENSORGATE_KSERVE_GRPC_PORT
+# (also serve gRPC, inference.GRPCInferenceService, on 127.0.0.1:PORT; the
+# caller checks it with its own client).
 set -euo pipefail
 
 TG_NAME=kserve
@@ -34,14 +36,16 @@ setup() {
 }
 
 start() {
-  local port
+  local port grpc
   if tg_already_running "${1:-}" TENSORGATE_KSERVE_URL; then
     return 0
   fi
   setup
   port="$(tg_pick_port "${1:-}")"
+  grpc=()
+  [ -z "${TENSORGATE_KSERVE_GRPC_PORT:-}" ] || grpc=(--grpc_port "$TENSORGATE_KSERVE_GRPC_PORT")
   tg_start "$port" /v2/health/ready "$START_TIMEOUT" TENSORGATE_KSERVE_URL -- \
-    env PYTHONUNBUFFERED=1 "$VENV/bin/python" "$SERVER" --http_port "$port"
+    env PYTHONUNBUFFERED=1 "$VENV/bin/python" "$SERVER" --http_port "$port" ${grpc[@]+"${grpc[@]}"}
 }
 
 case "${1:-}" in

@@ -63,6 +63,8 @@ command -v wrk >/dev/null 2>&1 || bench_packages+=(wrk)
 command -v nginx >/dev/null 2>&1 || bench_packages+=(nginx-light)
 command -v haproxy >/dev/null 2>&1 || bench_packages+=(haproxy)
 command -v caddy >/dev/null 2>&1 || bench_packages+=(caddy)
+# h2load, for scripts/bench-grpc.sh (not run by CI).
+command -v h2load >/dev/null 2>&1 || bench_packages+=(nghttp2-client)
 if [ "${#bench_packages[@]}" -gt 0 ]; then
   # nginx-light's and caddy's scripts would start a server on port 80 of
   # every address (haproxy's default configuration listens nowhere, but is

@@ -7,7 +7,7 @@
 #      denied, and the dependency policy (scripts/deny.sh: licenses,
 #      sources, duplicate versions);
 #   2. a real Triton 2.51, two more Tritons as replicas of one backend
-#      (scripts/triton-pair.sh) and a KServe 0.21 server started on
+#      (scripts/triton-pair.sh) and a KServe 0.21 server (HTTP and gRPC) started on
 #      127.0.0.1 (scripts/triton-backend.sh, scripts/kserve-backend.sh), then every
 #      cargo test: unit, integration against the embedded demo and scripted
 #      backends, and conformance against the real servers;
@@ -92,9 +92,11 @@ else
   [ -n "${CI:-}" ] && exit 1
   skip "scripts/triton-pair.sh: the Triton pair did not start"
 fi
-if out=$(bash scripts/kserve-backend.sh start); then
+TG_KSERVE_GRPC_PORT=$(python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])')
+if out=$(TENSORGATE_KSERVE_GRPC_PORT=$TG_KSERVE_GRPC_PORT bash scripts/kserve-backend.sh start); then
   eval "$out"
   export TENSORGATE_KSERVE_URL
+  export TENSORGATE_KSERVE_GRPC="127.0.0.1:$TG_KSERVE_GRPC_PORT"
 else
   echo "KServe did not start" >&2
   [ -n "${CI:-}" ] && exit 1

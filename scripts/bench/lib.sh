@@ -3,7 +3,7 @@
 # by PID, wrk runs and their parsing, CPU time read from /proc.
 # Sourced, not executed. Everything listens on 127.0.0.1.
 
-bench_log() { printf 'bench-proxy: %s\n' "$*" >&2; }
+bench_log() { printf '%s: %s\n' "${BENCH_NAME:-bench-proxy}" "$*" >&2; }
 bench_die() {
   bench_log "error: $*"
   exit 1
@@ -123,4 +123,46 @@ machine_line() {
   cpu=$(awk -F': *' '/^model name/ {print $2; exit}' /proc/cpuinfo)
   printf 'nproc %s, %s, kernel %s, %s GiB memory' "$(nproc)" "${cpu:-unknown CPU}" "$(uname -r)" \
     "$(awk '/MemTotal/ {printf "%d", $2 / 1048576 + 0.5}' /proc/meminfo)"
+}
+
+# bench_binary: sets BIN to $TENSORGATE_BIN, or to a release build made now.
+bench_binary() {
+  if [ -n "${TENSORGATE_BIN:-}" ]; then
+    BIN=$TENSORGATE_BIN
+  else
+    BIN=${CARGO_TARGET_DIR:-target}/release/tensorgate
+    cargo build --release --bin tensorgate >&2
+  fi
+  [ -x "$BIN" ] || bench_die "no tensorgate binary at $BIN"
+}
+
+# bench_workdir NAME: a fresh WORK folder, removed on exit (kept with
+# BENCH_KEEP=1) after every server started is stopped, a Triton started
+# into $WORK/triton-run included (TRITON_STARTED=1).
+bench_workdir() {
+  WORK=$(mktemp -d "${TMPDIR:-/tmp}/$1.XXXXXX")
+  TRITON_STARTED=0
+  trap bench_cleanup EXIT
+  trap 'exit 130' INT TERM
+}
+
+bench_cleanup() {
+  stop_all
+  if [ "$TRITON_STARTED" = 1 ]; then
+    TENSORGATE_RUN_DIR="$WORK/triton-run" bash scripts/triton-backend.sh stop 2>/dev/null || true
+  fi
+  if [ "${BENCH_KEEP:-0}" = 1 ]; then bench_log "kept $WORK"; else rm -rf "$WORK"; fi
+}
+
+# start_gateway BACKEND_URL: tensorgate ($BIN) with default logging to a
+# file in $WORK; sets GW_PORT and GW_PID.
+start_gateway() {
+  local admin
+  GW_PORT=$(free_port)
+  admin=$(free_port)
+  start_bg "$WORK/tensorgate-$GW_PORT.log" "$BIN" --backend "$1" \
+    --listen "127.0.0.1:$GW_PORT" --admin-listen "127.0.0.1:$admin"
+  # shellcheck disable=SC2034 # read by the caller
+  GW_PID=$BG_PID
+  wait_port "$GW_PORT" || bench_die "tensorgate did not listen on $GW_PORT (log: $WORK/tensorgate-$GW_PORT.log)"
 }

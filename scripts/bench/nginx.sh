@@ -14,8 +14,21 @@
 # keepalive_requests is raised on both sides: nginx's default of 1000 would
 # close wrk's connections every 1000 requests, a cost tensorgate does not
 # pay, and the comparison is against a tuned nginx, not a default one.
+#
+# With NGINX_GRPC=1 it passes gRPC through instead (`listen ... http2` and
+# `grpc_pass` over the same keep-alive upstream), for scripts/bench-grpc.sh.
 nginx_config() {
   local dir=$1 backend=$2 listen=$3 workers=${4:-2} master=${5:-on} user_line=""
+  local listen_opts="" location
+  location='proxy_pass http://demo;
+      proxy_http_version 1.1;
+      proxy_set_header Connection "";
+      proxy_buffering off;
+      proxy_request_buffering off;'
+  if [ "${NGINX_GRPC:-0}" = 1 ]; then
+    listen_opts=" http2"
+    location='grpc_pass grpc://demo;'
+  fi
   # Only a root master switches users; left alone it would run its workers
   # as "nobody".
   if [ "$(id -u)" -eq 0 ]; then
@@ -51,13 +64,9 @@ http {
   }
 
   server {
-    listen 127.0.0.1:$listen;
+    listen 127.0.0.1:$listen$listen_opts;
     location / {
-      proxy_pass http://demo;
-      proxy_http_version 1.1;
-      proxy_set_header Connection "";
-      proxy_buffering off;
-      proxy_request_buffering off;
+      $location
     }
   }
 }

@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """KServe 0.21 V2 model server for tensorgate tests, bound to 127.0.0.1 only.
 
-Usage: server.py --http_port PORT
+Usage: server.py --http_port PORT [--grpc_port PORT]
 
-Models (V2 / Open Inference Protocol, REST only, no gRPC):
+Models (V2 / Open Inference Protocol over REST, and over gRPC when
+--grpc_port is given):
   kserve_simple    INPUT0, INPUT1 INT32 (any equal shapes) ->
                    OUTPUT0 = INPUT0 + INPUT1, OUTPUT1 = INPUT0 - INPUT1 (INT32)
   kserve_identity  every input i -> output "OUTPUT<i>" with the same datatype,
@@ -16,8 +17,9 @@ kserve 0.21 always answers JSON).
 
 kserve's RESTServer builds uvicorn.Config(host="0.0.0.0", ...) with no way to
 change the host, so uvicorn.Config is replaced by a subclass that forces
-host=127.0.0.1 before the server starts. gRPC (which would bind [::]:8081) is
-disabled.
+host=127.0.0.1 before the server starts. Its GRPCServer binds "[::]:PORT"
+likewise, so grpc.aio.server is wrapped to bind 127.0.0.1 instead; without
+--grpc_port gRPC is disabled.
 """
 import argparse
 import sys
@@ -36,6 +38,27 @@ class _LoopbackConfig(_UvicornConfig):
 
 
 uvicorn.Config = _LoopbackConfig
+
+from grpc import aio as _grpc_aio  # noqa: E402
+
+_grpc_server = _grpc_aio.server
+
+
+def _loopback_grpc_server(*args, **kwargs):
+    server = _grpc_server(*args, **kwargs)
+    add_port = server.add_insecure_port
+
+    def add_loopback_port(address):
+        host, _, port = address.rpartition(":")
+        if host not in ("[::]", "0.0.0.0", ""):
+            raise ValueError(f"unexpected gRPC bind address {address!r}")
+        return add_port(f"{LOOPBACK}:{port}")
+
+    server.add_insecure_port = add_loopback_port
+    return server
+
+
+_grpc_aio.server = _loopback_grpc_server
 
 # Imported after the patch on purpose (kserve reads uvicorn.Config at call
 # time, but keep the order obvious).
@@ -99,10 +122,12 @@ class IdentityModel(kserve.Model):
 def main(argv):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--http_port", type=int, required=True)
+    parser.add_argument("--grpc_port", type=int)
     args, _ = parser.parse_known_args(argv)
     server = kserve.ModelServer(
         http_port=args.http_port,
-        enable_grpc=False,
+        grpc_port=args.grpc_port or 0,
+        enable_grpc=args.grpc_port is not None,
         workers=1,
         grace_period=5,
     )

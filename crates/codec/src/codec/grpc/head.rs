@@ -160,10 +160,10 @@ pub fn place(entry: &mut TensorEntry, len: usize) {
 }
 
 /// A top-level V2 member that must be a string (`id`, `model_name`, ...),
-/// or `""` when absent.
+/// or `""` when absent or `null` (KServe writes `"model_version": null`).
 pub fn string_member(members: &[(String, Value)], key: &str) -> Result<String, InferError> {
     match members.iter().find(|(k, _)| k == key).map(|(_, v)| v) {
-        None => Ok(String::new()),
+        None | Some(Value::Null) => Ok(String::new()),
         Some(Value::String(s)) => Ok(s.clone()),
         Some(other) => Err(InferError::Member(format!(
             "member \"{key}\" must be a string, not {other}"
@@ -171,14 +171,14 @@ pub fn string_member(members: &[(String, Value)], key: &str) -> Result<String, I
     }
 }
 
-/// The top-level `parameters` object (empty when absent).
+/// The top-level `parameters` object (empty when absent or `null`).
 pub fn parameters_member(members: &[(String, Value)]) -> Result<Map<String, Value>, InferError> {
     match members
         .iter()
         .find(|(k, _)| k == "parameters")
         .map(|(_, v)| v)
     {
-        None => Ok(Map::new()),
+        None | Some(Value::Null) => Ok(Map::new()),
         Some(Value::Object(m)) => Ok(m.clone()),
         Some(other) => Err(InferError::Member(format!(
             "member \"parameters\" must be an object, not {other}"

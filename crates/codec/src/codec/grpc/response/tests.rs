@@ -142,3 +142,28 @@ fn errors() {
         "output \"OUTPUT1\": no data: no contents, no raw_output_contents entry (1 for 2 outputs) and no shared memory"
     );
 }
+
+#[test]
+fn null_members_as_kserve_writes_them_are_absent() {
+    // KServe 0.21's V2 HTTP answer, as its binary header has it.
+    let header = br#"{"model_name":"kserve_simple","model_version":null,"id":"a","parameters":null,"outputs":[{"name":"OUTPUT0","datatype":"INT32","shape":[1,2],"parameters":{"binary_data_size":8}}]}"#;
+    let doc = crate::codec::v2::DocParser::parse(DocKind::Response, DocLimits::default(), header).unwrap();
+    let data = vec![vec![Bytes::from_static(&[1, 0, 0, 0, 2, 0, 0, 0])]];
+    let pieces = encode_response(&doc, &data).unwrap();
+    let message = ModelInferResponse::decode(Bytes::from(pieces.concat())).unwrap();
+    assert_eq!(message.model_name, "kserve_simple");
+    assert_eq!(message.model_version, "");
+    assert_eq!(message.id, "a");
+    assert!(message.parameters.is_empty());
+    assert_eq!(
+        message.raw_output_contents[0].as_ref(),
+        &[1, 0, 0, 0, 2, 0, 0, 0]
+    );
+    // A member of another type is still refused, naming it.
+    let header = br#"{"model_name":"m","model_version":1,"outputs":[]}"#;
+    let doc = crate::codec::v2::DocParser::parse(DocKind::Response, DocLimits::default(), header).unwrap();
+    assert_eq!(
+        encode_response(&doc, &[]).unwrap_err().to_string(),
+        "member \"model_version\" must be a string, not 1"
+    );
+}
