@@ -5,7 +5,6 @@
 //! expiry; `/` is the page, with nothing loaded from elsewhere.
 
 #[path = "common/certs.rs"]
-#[allow(dead_code)]
 mod certs;
 mod common;
 

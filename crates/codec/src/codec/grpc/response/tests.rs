@@ -147,7 +147,8 @@ fn errors() {
 fn null_members_as_kserve_writes_them_are_absent() {
     // KServe 0.21's V2 HTTP answer, as its binary header has it.
     let header = br#"{"model_name":"kserve_simple","model_version":null,"id":"a","parameters":null,"outputs":[{"name":"OUTPUT0","datatype":"INT32","shape":[1,2],"parameters":{"binary_data_size":8}}]}"#;
-    let doc = crate::codec::v2::DocParser::parse(DocKind::Response, DocLimits::default(), header).unwrap();
+    let doc = crate::codec::v2::DocParser::parse(DocKind::Response, DocLimits::default(), header)
+        .unwrap();
     let data = vec![vec![Bytes::from_static(&[1, 0, 0, 0, 2, 0, 0, 0])]];
     let pieces = encode_response(&doc, &data).unwrap();
     let message = ModelInferResponse::decode(Bytes::from(pieces.concat())).unwrap();
@@ -161,7 +162,8 @@ fn null_members_as_kserve_writes_them_are_absent() {
     );
     // A member of another type is still refused, naming it.
     let header = br#"{"model_name":"m","model_version":1,"outputs":[]}"#;
-    let doc = crate::codec::v2::DocParser::parse(DocKind::Response, DocLimits::default(), header).unwrap();
+    let doc = crate::codec::v2::DocParser::parse(DocKind::Response, DocLimits::default(), header)
+        .unwrap();
     assert_eq!(
         encode_response(&doc, &[]).unwrap_err().to_string(),
         "member \"model_version\" must be a string, not 1"
