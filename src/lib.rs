@@ -17,6 +17,7 @@ pub mod config;
 pub mod cpu;
 pub mod demo;
 pub mod error;
+pub mod file;
 pub mod frontend;
 pub mod gateway;
 pub mod grpc;

@@ -139,7 +139,12 @@ fn serve(args: ServeArgs) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    match runtime.block_on(run(args)) {
+    let result = runtime.block_on(run(args));
+    // Dropping a runtime waits for its blocking tasks without end: one
+    // stuck in a system call (a reload reading a file on a hung mount)
+    // must not hold the process past its shutdown.
+    runtime.shutdown_timeout(std::time::Duration::from_secs(1));
+    match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(message) => {
             eprintln!("tensorgate: {message}");

@@ -47,7 +47,9 @@ macro_rules! triton {
     };
 }
 
-/// A gateway whose only route (the default) sends `binary` to `backend`.
+/// A gateway whose only route (the default) sends `binary` to `backend`;
+/// it allows the repository endpoints (`/v2/repository/index` is compared
+/// with Triton's, and needs `allow_control` like load and unload).
 pub async fn plain_gateway(backend: SocketAddr) -> Running {
     common::gateway(&format!(
         r#"
@@ -61,6 +63,7 @@ name = "triton"
 default = true
 backend = "triton"
 backend_format = "binary"
+allow_control = ["repository"]
 "#
     ))
     .await

@@ -1,11 +1,40 @@
-//! What a hostile client tried against the demo, refused before the backend
-//! sees a byte: JSON outside tensor `data` bounded by bytes (no 2 GiB
-//! blow-up), rules not skipped by a percent-encoded path, paths that read
-//! differently before and after decoding refused, Triton's control
+//! What a hostile client (or an unlucky operator) tried, refused before the
+//! backend sees a byte: JSON outside tensor `data` bounded by bytes (no
+//! 2 GiB blow-up), rules not skipped by a percent-encoded path, paths that
+//! read differently before and after decoding refused, Triton's control
 //! endpoints denied unless the route allows them, and an early answer
-//! delivered to a client still sending its body.
+//! delivered to a client still sending its body. The modules under
+//! `hostile/` are the second round (issue 26): forged signatures and slot
+//! attacks measured against a second client, amplification by sparse
+//! records, Decthings limits, replicas sending endless replies, a FIFO
+//! where a watched file was, `/ping` floods, capped access-log fields,
+//! readiness without health checks.
 
+#[path = "hostile/access_log.rs"]
+mod access_log;
+#[path = "hostile/amplification.rs"]
+mod amplification;
+#[path = "hostile/attack.rs"]
+mod attack;
 mod common;
+#[path = "hostile/decthings_limits.rs"]
+mod decthings_limits;
+#[path = "hostile/decthings_shared_prefix.rs"]
+mod decthings_shared_prefix;
+#[path = "hostile/fifo_reload.rs"]
+mod fifo_reload;
+#[path = "hostile/ping.rs"]
+mod ping;
+#[path = "hostile/readiness.rs"]
+mod readiness;
+#[path = "common/replica.rs"]
+mod replica;
+#[path = "hostile/replica_faults.rs"]
+mod replica_faults;
+#[path = "hostile/signed_flood.rs"]
+mod signed_flood;
+#[path = "hostile/slots.rs"]
+mod slots;
 
 use common::{TestBackend, gateway, reply, send};
 
@@ -143,6 +172,8 @@ async fn control_endpoints_are_denied_unless_allowed() {
     let backend = recorder().await;
     let gw = gateway(&config(&backend, "")).await;
     let denied = [
+        ("POST", "/v2/repository/index"),
+        ("GET", "/v2/repository/index"),
         ("POST", "/v2/repository/models/simple/load"),
         ("POST", "/v2/repository/models/simple/unload"),
         ("POST", "/v2/systemsharedmemory/region/r/register"),
@@ -158,7 +189,7 @@ async fn control_endpoints_are_denied_unless_allowed() {
     }
     assert!(backend.requests().is_empty(), "the backend saw a request");
     // Read-only endpoints still pass.
-    let got = send(gw.data_addr, "POST", "/v2/repository/index", &[], "{}").await;
+    let got = send(gw.data_addr, "GET", "/v2/models/stats", &[], "").await;
     assert_eq!(got.status, 200);
     // A route that allows repository calls passes them, and only them: the
     // default route here, not the route serving `simple`.
@@ -185,6 +216,9 @@ async fn control_endpoints_are_denied_unless_allowed() {
     assert_eq!(got.status, 403);
     let got = send(gw.data_addr, "POST", "/v2/logging", &[], "{}").await;
     assert_eq!(got.status, 403);
+    // The index is a repository call: allowed with the others.
+    let got = send(gw.data_addr, "POST", "/v2/repository/index", &[], "{}").await;
+    assert_eq!(got.status, 200);
 }
 
 /// Reads one HTTP/1.1 response with a `content-length` from `r`: its status

@@ -96,6 +96,68 @@ async fn the_data_port_speaks_h2_and_http1_by_alpn() {
     gw.shutdown().await;
 }
 
+/// A connection that agreed on `h2` by ALPN speaks only HTTP/2: an HTTP/1
+/// request on it was answered in HTTP/1.1 (finding 11 of issue 26); one
+/// that agreed on `http/1.1` is never served HTTP/2 frames.
+#[tokio::test]
+async fn the_protocol_agreed_by_alpn_is_the_only_one_served() {
+    use tokio::io::AsyncWriteExt;
+    let dir = TempDir::new("tls-alpn-only");
+    let ca = Ca::new("test CA");
+    ca.leaf("gateway", &["localhost", "127.0.0.1"])
+        .write(&dir, "server");
+    let (gw, _demo) = tls_gateway(&dir, "", "").await;
+    let h2 = client_config(&ca, &[b"h2"], None);
+    let mut stream = connect(gw.data_addr, h2, "localhost").await.unwrap();
+    assert_eq!(session(&stream).0.as_deref(), Some(&b"h2"[..]));
+    stream
+        .write_all(b"GET /v2 HTTP/1.1\r\nhost: localhost\r\n\r\n")
+        .await
+        .unwrap();
+    let got = read_until_closed(&mut stream).await;
+    assert!(
+        !got.starts_with(b"HTTP/"),
+        "answered in HTTP/1: {:?}",
+        String::from_utf8_lossy(&got)
+    );
+    // The preface on a connection that agreed on http/1.1 is a bad HTTP/1
+    // request, not an HTTP/2 connection.
+    let h1 = client_config(&ca, &[b"http/1.1"], None);
+    let mut stream = connect(gw.data_addr, h1, "localhost").await.unwrap();
+    assert_eq!(session(&stream).0.as_deref(), Some(&b"http/1.1"[..]));
+    stream
+        .write_all(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\x00\x00\x00\x04\x00\x00\x00\x00\x00")
+        .await
+        .unwrap();
+    let got = read_until_closed(&mut stream).await;
+    assert!(
+        got.is_empty() || got.starts_with(b"HTTP/1.1 "),
+        "{:?}",
+        String::from_utf8_lossy(&got)
+    );
+    gw.shutdown().await;
+}
+
+/// What a TLS stream receives until the server closes it (5 s at most).
+async fn read_until_closed(
+    stream: &mut tokio_rustls::client::TlsStream<tokio::net::TcpStream>,
+) -> Vec<u8> {
+    use tokio::io::AsyncReadExt;
+    let mut got = Vec::new();
+    let mut buf = [0u8; 4096];
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    loop {
+        match tokio::time::timeout_at(deadline, stream.read(&mut buf)).await {
+            Err(_) => panic!(
+                "still open after 5 s; got {:?}",
+                String::from_utf8_lossy(&got)
+            ),
+            Ok(Ok(0)) | Ok(Err(_)) => return got,
+            Ok(Ok(n)) => got.extend_from_slice(&buf[..n]),
+        }
+    }
+}
+
 #[tokio::test]
 async fn client_certificates_are_verified_when_required_or_optional() {
     let dir = TempDir::new("tls-mtls");

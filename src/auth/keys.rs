@@ -151,7 +151,7 @@ impl KeySet {
             file: file.to_owned(),
             source,
         };
-        let f = std::fs::File::open(file).map_err(read_error)?;
+        let f = crate::file::open_regular(file).map_err(read_error)?;
         let mut bytes = Vec::new();
         f.take(MAX_FILE_BYTES + 1)
             .read_to_end(&mut bytes)

@@ -9,10 +9,11 @@ use super::{Config, ConfigError, ConfigErrors};
 /// Reads and validates a configuration file. Files it names (TLS
 /// certificates and keys, key files) are read relative to its directory.
 pub fn load_file(path: &Path) -> Result<Config, ConfigErrors> {
-    let text = std::fs::read_to_string(path).map_err(|e| {
-        let message = format!("cannot read {}: {e}", path.display());
-        ConfigErrors(vec![ConfigError::new("", message)])
-    })?;
+    let one = |message: String| ConfigErrors(vec![ConfigError::new("", message)]);
+    let bytes =
+        crate::file::read(path).map_err(|e| one(format!("cannot read {}: {e}", path.display())))?;
+    let text = String::from_utf8(bytes)
+        .map_err(|e| one(format!("{} is not UTF-8: {e}", path.display())))?;
     let dir = path.parent().unwrap_or(Path::new(""));
     from_str_in(&text, Some(dir))
 }

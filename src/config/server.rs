@@ -59,6 +59,25 @@ pub struct ServerConfig {
     /// `[server.tls]`: TLS on the data port (the admin port stays plain
     /// HTTP). Without it the data port speaks cleartext HTTP/1 and h2c.
     pub tls: Option<super::ServerTls>,
+    /// Requests in flight on one HTTP/2 connection (its
+    /// `SETTINGS_MAX_CONCURRENT_STREAMS`); an HTTP/1 connection has one at
+    /// a time. Without it six connections of 200 streams each took every
+    /// request slot. Read at start only.
+    pub max_streams_per_connection: u32,
+    /// Requests in flight from one client address at once (an IPv6
+    /// client by its /64); past it a request is refused at once with 503
+    /// and `Retry-After`, before it takes anything. Unset: no bound (the
+    /// default, as behind a load balancer or ingress every request comes
+    /// from its few addresses). Without it one client can hold every
+    /// request slot of an open route.
+    pub max_requests_per_client: Option<usize>,
+    /// Bytes of request bodies held before their signature is verified
+    /// (SigV4 bodies, read whole to check the signature over them), all
+    /// requests together; a signed request that does not fit is refused
+    /// at once with 503 and `Retry-After`. Such a request takes no request
+    /// slot until its signature is verified. Without it 32 requests with
+    /// a known key name and any signature held 1.92 GB.
+    pub max_unverified_body_bytes: u64,
 }
 
 /// `server.readyz`: what the admin port's `/readyz` answers 200 for.
@@ -118,6 +137,9 @@ impl Default for ServerConfig {
             tls: None,
             readyz: Readyz::default(),
             workers: Self::default_workers(),
+            max_streams_per_connection: 128,
+            max_requests_per_client: None,
+            max_unverified_body_bytes: 64 << 20,
         }
     }
 }
@@ -141,6 +163,12 @@ pub struct Limits {
     /// assembled whole (mixed JSON/binary replies); streamed replies are not
     /// bounded by it. Exceeding it is a 502.
     pub max_response_bytes: u64,
+    /// Largest SigV4-signed request body (never more than
+    /// `max_body_bytes`): it is read whole before its signature can be
+    /// checked, so anyone who knows a key's name can make the gateway
+    /// hold this much. AWS's own InvokeEndpoint takes at most 6 MB, so no
+    /// client that works against AWS is refused. Exceeding it is a 413.
+    pub max_signed_body_bytes: u64,
 }
 
 impl Limits {
@@ -156,6 +184,7 @@ impl Default for Limits {
             max_elements_per_tensor: 16 << 20,
             max_dims: 8,
             max_response_bytes: 256 << 20,
+            max_signed_body_bytes: 6 << 20,
         }
     }
 }

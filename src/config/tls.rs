@@ -14,7 +14,7 @@ use crate::tls::{Part, TlsError};
 
 /// Reads the PEM file at `path`; a failure is reported at `key`.
 pub fn read_pem(path: &Path, key: &str) -> Result<PemFile, ConfigError> {
-    std::fs::read(path)
+    crate::file::read(path)
         .map(|bytes| PemFile {
             path: path.to_owned(),
             pem: bytes.into(),

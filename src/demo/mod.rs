@@ -32,15 +32,16 @@ mod infer;
 mod models;
 mod respond;
 mod routes;
+mod running;
 mod tls;
 
 pub use grpc::{DemoGrpcServer, serve_grpc, services as grpc_services, spawn_grpc};
+pub use running::Stopped;
 pub use tls::{serve_tls, spawn_tls};
 
 use std::convert::Infallible;
 use std::future::Future;
 use std::io;
-use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -49,8 +50,6 @@ use hyper_util::rt::{TokioExecutor, TokioIo};
 use hyper_util::server::conn::auto;
 use hyper_util::server::graceful::GracefulShutdown;
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::oneshot;
-use tokio::task::JoinHandle;
 
 /// Answers one request as the demo server does: for tests that put their
 /// own server (a replica that can be slowed, stopped or have a model
@@ -61,54 +60,13 @@ pub use routes::handle;
 /// after shutdown before they are dropped.
 const DRAIN_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// A demo server running on the current runtime; it stops when dropped.
-#[derive(Debug)]
-pub struct DemoServer {
-    pub addr: SocketAddr,
-    stop: Option<oneshot::Sender<()>>,
-    task: Option<JoinHandle<io::Result<()>>>,
-}
-
-impl DemoServer {
-    /// `http://ADDR`, for building request URLs.
-    pub fn url(&self) -> String {
-        format!("http://{}", self.addr)
-    }
-
-    /// Stops accepting, lets open connections finish (up to a few seconds),
-    /// and waits for the server task.
-    pub async fn shutdown(mut self) -> io::Result<()> {
-        if let Some(stop) = self.stop.take() {
-            let _ = stop.send(());
-        }
-        match self.task.take() {
-            Some(task) => task.await.unwrap_or_else(|e| Err(io::Error::other(e))),
-            None => Ok(()),
-        }
-    }
-}
-
-impl Drop for DemoServer {
-    fn drop(&mut self) {
-        if let Some(stop) = self.stop.take() {
-            let _ = stop.send(());
-        }
-    }
-}
+/// The demo's HTTP (and TLS) server, running; it stops when dropped.
+pub type DemoServer = running::Running;
 
 /// Binds `127.0.0.1:0` and serves on a task of the current runtime.
 pub async fn spawn() -> io::Result<DemoServer> {
     let listener = TcpListener::bind(("127.0.0.1", 0)).await?;
-    let addr = listener.local_addr()?;
-    let (stop, stopped) = oneshot::channel::<()>();
-    let task = tokio::spawn(serve(listener, async move {
-        let _ = stopped.await;
-    }));
-    Ok(DemoServer {
-        addr,
-        stop: Some(stop),
-        task: Some(task),
-    })
+    DemoServer::spawn(listener, serve)
 }
 
 /// The demo's HTTP/1.1 and HTTP/2 connection settings.

@@ -8,7 +8,6 @@ use std::io;
 use std::sync::Arc;
 
 use tokio::net::TcpListener;
-use tokio::sync::oneshot;
 use tokio_rustls::TlsAcceptor;
 
 use super::{DemoServer, serve_opened};
@@ -17,15 +16,8 @@ use super::{DemoServer, serve_opened};
 /// current runtime. Its URL is `https://` + [`DemoServer::addr`].
 pub async fn spawn_tls(tls: Arc<rustls::ServerConfig>) -> io::Result<DemoServer> {
     let listener = TcpListener::bind(("127.0.0.1", 0)).await?;
-    let addr = listener.local_addr()?;
-    let (stop, stopped) = oneshot::channel::<()>();
-    let task = tokio::spawn(serve_tls(listener, tls, async move {
-        let _ = stopped.await;
-    }));
-    Ok(DemoServer {
-        addr,
-        stop: Some(stop),
-        task: Some(task),
+    DemoServer::spawn(listener, |listener, stopped| {
+        serve_tls(listener, tls, stopped)
     })
 }
 

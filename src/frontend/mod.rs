@@ -61,8 +61,8 @@ pub trait Frontend: Sync {
     }
 
     /// Whether a SigV4 signature is taken as credentials. A signed request
-    /// is read whole (bounded by the route's `max_body_bytes`) and verified
-    /// before the frontend sees it.
+    /// is read whole (bounded by the route's `max_signed_body_bytes`) and
+    /// verified before it takes a request slot and the frontend sees it.
     fn sigv4(&self) -> bool {
         false
     }

@@ -5,11 +5,13 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use http::HeaderMap;
+use http::request::Parts;
 
 use crate::config::Route;
 use crate::error::Error;
 use crate::gateway::Gateway;
 use crate::guard::Unauthorized;
+use crate::guard::clients::ClientAddr;
 use crate::guard::{Caller, Checked, Unit, check, check_any, sigv4::Claim, unix_now};
 use crate::observe::Observation;
 
@@ -59,18 +61,32 @@ impl Gateway {
         }
     }
 
-    /// A request whose body will name its route, one of `routes`: when
-    /// every one of them needs keys, it must carry a key of one of them.
-    pub fn precheck(&self, routes: &[&Arc<Route>], headers: &HeaderMap) -> Result<(), Error> {
-        if routes.iter().any(|r| r.auth.is_none()) {
-            return Ok(());
-        }
-        check_any(routes.iter().map(|r| &***r), headers).map_err(|problem| {
-            Unauthorized {
+    /// A request whose body will name its route, one of `routes`: whether
+    /// its head carries a key of one of them. Without one it can only be
+    /// for a route that needs no key: refused at once when there is none,
+    /// else read as far as those routes allow (and refused when its body
+    /// names a route with keys).
+    pub fn precheck(&self, routes: &[&Arc<Route>], headers: &HeaderMap) -> Result<bool, Error> {
+        match check_any(routes.iter().map(|r| &***r), headers) {
+            Ok(()) => Ok(true),
+            Err(_) if routes.iter().any(|r| r.auth.is_none()) => Ok(false),
+            Err(problem) => Err(Unauthorized {
                 route: None,
                 problem,
             }
-            .into()
-        })
+            .into()),
+        }
+    }
+
+    /// Counts the request against its client's requests in flight
+    /// (`server.max_requests_per_client`), refusing it past the bound.
+    pub fn enter_client(&self, head: &Parts, obs: &Observation) -> Result<(), Error> {
+        let (Some(clients), Some(ClientAddr(ip))) =
+            (&self.shared.per_client, head.extensions.get::<ClientAddr>())
+        else {
+            return Ok(());
+        };
+        obs.hold_client(clients.enter(*ip)?);
+        Ok(())
     }
 }

@@ -1,11 +1,16 @@
 //! The one path every request takes. The frontend says which route a
 //! request is for; here it is bound to that route and observed, the route
-//! is asked whether it allows the request, the caller is checked against
-//! the route's keys and rate limits (before a slot is taken or a byte of
-//! the body read, wherever the head names the route), a request slot is
-//! taken, the body is opened with the route's limits and the server's
-//! timeouts (a SigV4-signed one read whole and verified), the checked
-//! credentials are taken out of the head, and the frontend serves it.
+//! is asked whether it allows the request, the request is counted against
+//! its client's bound (`max_requests_per_client`, when set), the caller is
+//! checked against the route's keys and rate limits (before a slot is
+//! taken or a byte of the body read, wherever the head names the route),
+//! a request slot is taken, the body is opened with the route's limits and
+//! the server's timeouts, the checked credentials are taken out of the
+//! head, and the frontend serves it. A SigV4-signed body is read whole
+//! and verified *before* the request takes a slot, within
+//! `max_signed_body_bytes` and the server's budget for unverified bodies:
+//! a signature is only known good once the body is in, and a forged one
+//! with a known key name must cost neither a slot nor unbounded memory.
 //! Whatever fails becomes the frontend's rendering of its class, with
 //! `Retry-After` where the class says when to retry.
 
@@ -136,11 +141,19 @@ impl Gateway {
                 f.allowed(route)?;
                 let mut claim = None;
                 if f.guarded() {
+                    self.enter_client(&head, obs)?;
                     claim = self.authorize_head(route, &head.headers, f.sigv4(), obs)?;
-                    self.admit(obs).await?;
+                    if claim.is_none() {
+                        self.admit(obs).await?;
+                    }
                 }
                 let body = match claim {
-                    Some(claim) => self.read_signed(route, &claim, &head, body, obs).await?,
+                    // Verified before it takes a slot.
+                    Some(claim) => {
+                        let body = self.read_signed(route, &claim, &head, body, obs).await?;
+                        self.admit(obs).await?;
+                        body
+                    }
                     None => self.open(&head, body, &route.name, f.body(route), obs)?,
                 };
                 if route.auth.is_some() {
@@ -149,12 +162,16 @@ impl Gateway {
                 (Target::Bound { exchange, model }, body)
             }
             Routing::Body { routes } => {
-                self.precheck(&routes, &head.headers)?;
+                self.enter_client(&head, obs)?;
+                let keyed = self.precheck(&routes, &head.headers)?;
                 self.admit(obs).await?;
-                // The largest body any of the routes takes bounds it while
-                // it is read, before it says which route it is for.
+                // The largest body any of the routes it may be for takes
+                // bounds it while it is read, before it says which route it
+                // is for: without a key of one, only the routes that need
+                // none.
                 let limit = routes
                     .iter()
+                    .filter(|r| keyed || r.auth.is_none())
                     .map(|r| match f.body(r) {
                         BodyPlan::Read { limit } | BodyPlan::Forward { limit } => limit,
                         BodyPlan::Ignore => 0,
@@ -213,8 +230,10 @@ impl Gateway {
     }
 
     /// A SigV4-signed body: read whole (bounded by the route's
-    /// `max_body_bytes`), its signature verified over it; then the caller
-    /// is known and takes the request's token.
+    /// `max_signed_body_bytes`, at most its `max_body_bytes`), holding its
+    /// size of the server's budget for unverified bodies (refused at once
+    /// when that is spent), its signature verified over it; then the
+    /// caller is known and takes the request's token.
     async fn read_signed(
         &self,
         route: &Route,
@@ -224,7 +243,13 @@ impl Gateway {
         obs: &Observation,
     ) -> Result<Payload, Error> {
         let timeouts = (&self.shared.config.server).into();
-        let limit = route.limits.max_body_bytes;
+        let limits = &route.limits;
+        let limit = limits.max_signed_body_bytes.min(limits.max_body_bytes);
+        let declared = client_body::check_declared_length(&head.headers, &route.name, limit)?;
+        // A compressed body may inflate to the limit whatever it declares.
+        let coded = head.headers.contains_key(header::CONTENT_ENCODING);
+        let size = declared.filter(|_| !coded).unwrap_or(limit);
+        let held = self.shared.unverified.hold(size)?;
         let mut body = ClientBody::open(&head.headers, body, &route.name, limit, timeouts)?
             .with_wire_digest()
             .metered(obs.wire_meter());
@@ -236,6 +261,7 @@ impl Gateway {
                 route: Some(route.name.clone()),
                 problem,
             })?;
+        drop(held);
         self.admit_caller(route, Some(claim.key().clone()), obs)?;
         Ok(Payload::Read(body))
     }

@@ -19,6 +19,8 @@ use std::sync::Arc;
 
 use crate::config::Config;
 use crate::frontend::Health;
+use crate::guard::clients::Clients;
+use crate::guard::unverified::Unverified;
 use crate::guard::{self, admission::Admission};
 use crate::infer::shadow::Mirror;
 use crate::infer::{self, Client};
@@ -39,6 +41,10 @@ pub struct Shared {
     pub shadows: BTreeMap<String, Mirror>,
     pub metrics: Metrics,
     pub admission: Arc<Admission>,
+    /// Requests in flight per client address, when bounded.
+    per_client: Option<Arc<Clients>>,
+    /// Bytes of signed bodies read before their signature is verified.
+    unverified: Arc<Unverified>,
     prefixes: dispatch::Prefixes,
     /// Every rate-limit bucket; outlives configurations (see
     /// [`Gateway::with_registry`]).
@@ -216,6 +222,25 @@ impl Gateway {
             )),
         };
         let shadows = shadows(&config, &clients, &metrics, &admission);
+        // Kept when unchanged, as the request slots are: requests in
+        // flight stay counted.
+        let per_client = match before {
+            Some(s)
+                if s.config.server.max_requests_per_client == server.max_requests_per_client =>
+            {
+                s.per_client.clone()
+            }
+            _ => server.max_requests_per_client.map(Clients::new),
+        };
+        let unverified = match before {
+            Some(s)
+                if s.config.server.max_unverified_body_bytes
+                    == server.max_unverified_body_bytes =>
+            {
+                s.unverified.clone()
+            }
+            _ => Arc::new(Unverified::new(server.max_unverified_body_bytes)),
+        };
         let serving = before.map_or_else(|| Arc::new(AtomicBool::new(true)), |s| s.serving.clone());
         let before = before.and_then(|s| s.pipeline.as_ref());
         let pipeline = pipeline(config.tracing.as_ref(), before, &mut kept);
@@ -230,6 +255,8 @@ impl Gateway {
             shadows,
             metrics,
             admission,
+            per_client,
+            unverified,
         });
         (Gateway { shared }, kept)
     }

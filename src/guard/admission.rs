@@ -21,6 +21,14 @@ pub enum AdmissionError {
     Overloaded { limit: usize, waited: Duration },
     #[error("the gateway is shutting down")]
     ShuttingDown,
+    /// `server.max_requests_per_client`.
+    #[error("this client has {limit} requests in flight, the most one client may; retry later")]
+    ClientBusy { limit: usize },
+    /// `server.max_unverified_body_bytes`.
+    #[error(
+        "{limit} bytes of signed request bodies are being verified, the most at once; retry later"
+    )]
+    UnverifiedFull { limit: u64 },
 }
 
 impl Classify for AdmissionError {
@@ -30,6 +38,9 @@ impl Classify for AdmissionError {
                 retry_after: waited.as_secs_f64().ceil() as u64,
             },
             AdmissionError::ShuttingDown => Class::ShuttingDown,
+            AdmissionError::ClientBusy { .. } | AdmissionError::UnverifiedFull { .. } => {
+                Class::Overloaded { retry_after: 1 }
+            }
         }
     }
 }

@@ -7,10 +7,14 @@
 //! rate are checked **before** the request takes an admission slot or a
 //! byte of its body is read. A Decthings call names its model in the body:
 //! its key is first checked against every key of the routes under its
-//! prefix (before the body), then against the route the body names. A
-//! SigV4 request on the SageMaker Runtime API path is checked as far as
-//! the head allows (access key, timestamp), then verified once its body
-//! (bounded by the route's `max_body_bytes`) has been read. Tensor
+//! prefix (before the body; without one, its body is read only as far as
+//! the routes that need no key allow), then against the route the body
+//! names. A SigV4 request on the SageMaker Runtime API path is checked as
+//! far as the head allows (access key, timestamp), then verified once its
+//! body has been read — bounded by the route's `max_signed_body_bytes` and
+//! by what all unverified bodies may hold ([`unverified`]), and without a
+//! request slot until then. Requests in flight per client address are
+//! bounded by [`clients`] when configured. Tensor
 //! elements are charged when the core prepares the backend request
 //! ([`crate::infer::backend::prepare`]), the first moment they are
 //! known.
@@ -30,9 +34,11 @@
 
 pub mod admission;
 mod bucket;
+pub mod clients;
 mod error;
 pub mod limits;
 pub mod sigv4;
+pub mod unverified;
 
 use std::sync::Arc;
 

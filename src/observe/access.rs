@@ -12,6 +12,7 @@
 //! and counted, never waited for. `RUST_LOG` still decides whether the
 //! access log is on (`tensorgate::access=info`).
 
+use std::borrow::Cow;
 use std::io::Write;
 use std::sync::OnceLock;
 use std::sync::mpsc::{Receiver, SyncSender, TrySendError, sync_channel};
@@ -21,6 +22,24 @@ use crate::calendar::civil_from_days;
 
 /// Lines queued for the writer before new ones are dropped.
 const QUEUE_LINES: usize = 16 * 1024;
+
+/// Longest value of a field that comes from the request (path, model,
+/// request id) as logged: a 1 MB Decthings `modelId` wrote a 1 MB line
+/// (and queued it: up to 16 GB for a full queue of them).
+pub const MAX_FIELD_BYTES: usize = 512;
+
+/// `v` as logged: whole up to [`MAX_FIELD_BYTES`], else its first bytes (cut
+/// at a character boundary) followed by `...(+N bytes)`.
+pub fn capped(v: &str) -> Cow<'_, str> {
+    if v.len() <= MAX_FIELD_BYTES {
+        return Cow::Borrowed(v);
+    }
+    let mut end = MAX_FIELD_BYTES;
+    while !v.is_char_boundary(end) {
+        end -= 1;
+    }
+    Cow::Owned(format!("{}...(+{} bytes)", &v[..end], v.len() - end))
+}
 
 /// How lines are written.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -303,6 +322,22 @@ mod tests {
             upstream_total_us: 56,
             duration_us: 12_000_001,
         }
+    }
+
+    #[test]
+    fn long_fields_are_capped() {
+        assert_eq!(capped("short"), "short");
+        let exact = "m".repeat(MAX_FIELD_BYTES);
+        assert_eq!(capped(&exact), exact);
+        let long = "m".repeat(1 << 20);
+        let c = capped(&long);
+        assert_eq!(c.len(), MAX_FIELD_BYTES + "...(+1048064 bytes)".len());
+        assert!(c.ends_with("m...(+1048064 bytes)"), "{c}");
+        // Cut at a character boundary: 'é' is two bytes.
+        let accents = format!("a{}", "é".repeat(MAX_FIELD_BYTES));
+        let c = capped(&accents);
+        assert!(c.starts_with(&accents[..MAX_FIELD_BYTES - 1]), "{c}");
+        assert!(c.ends_with("é...(+514 bytes)"), "{c}");
     }
 
     #[test]

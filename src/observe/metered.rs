@@ -42,6 +42,11 @@ impl<B> Metered<B> {
         }
     }
 
+    /// The body it meters.
+    pub fn get_ref(&self) -> &B {
+        &self.inner
+    }
+
     fn end(&mut self, completed: bool) {
         if self.done {
             return;

@@ -23,6 +23,7 @@ use http_body_util::BodyExt;
 
 use crate::config::Route;
 use crate::guard::admission::Slot;
+use crate::guard::clients::ClientSlot;
 use crate::http::body::Body;
 
 use crate::error::{Error, UpstreamKind};
@@ -64,8 +65,9 @@ struct Inner {
     totals: Totals,
     /// The request was counted and logged.
     completed: AtomicBool,
-    /// The request's admission slot, freed when the request completes.
-    slot: Mutex<Option<Slot>>,
+    /// The request's admission slot and its place in its client's count,
+    /// freed when the request completes.
+    slot: Mutex<Held>,
     /// The index in its route's split of the backend chosen (`usize::MAX`
     /// until one is).
     backend: AtomicUsize,
@@ -80,6 +82,13 @@ struct Inner {
     /// The client's own deadline, when its protocol carries one (gRPC's
     /// `grpc-timeout`).
     deadline: OnceLock<Instant>,
+}
+
+/// What a request holds until it completes.
+#[derive(Debug, Default)]
+struct Held {
+    slot: Option<Slot>,
+    client: Option<ClientSlot>,
 }
 
 #[derive(Debug)]
@@ -146,7 +155,7 @@ impl Observation {
                 bound: OnceLock::new(),
                 totals: Totals::default(),
                 completed: AtomicBool::new(false),
-                slot: Mutex::new(None),
+                slot: Mutex::new(Held::default()),
                 backend: AtomicUsize::new(usize::MAX),
                 backend_hint: s.backend_hint,
                 caller: OnceLock::new(),
@@ -184,7 +193,15 @@ impl Observation {
     /// its reply body ended or was dropped, or the request was abandoned.
     pub fn hold(&self, slot: Slot) {
         if let Ok(mut held) = self.inner.slot.lock() {
-            *held = Some(slot);
+            held.slot = Some(slot);
+        }
+    }
+
+    /// Keeps the request's place in its client's count
+    /// (`server.max_requests_per_client`) until the request completes.
+    pub fn hold_client(&self, slot: ClientSlot) {
+        if let Ok(mut held) = self.inner.slot.lock() {
+            held.client = Some(slot);
         }
     }
 

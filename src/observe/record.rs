@@ -90,7 +90,7 @@ impl Inner {
             return;
         }
         if let Ok(mut held) = self.slot.lock() {
-            held.take();
+            *held = Default::default();
         }
         let m = &self.metrics;
         let elapsed = self.started.elapsed();
@@ -111,13 +111,19 @@ impl Inner {
         if !tracing::enabled!(target: "tensorgate::access", tracing::Level::INFO) {
             return;
         }
+        // What the request sent is logged capped; the rest comes from the
+        // configuration or fixed sets.
+        let capped = crate::observe::access::capped;
+        let request_id = capped(self.request_id.to_str().unwrap_or(""));
+        let (path, model) = (capped(&self.path), capped(model));
+        let method = capped(self.method.as_str());
         let record = crate::observe::access::Record {
-            request_id: self.request_id.to_str().unwrap_or(""),
+            request_id: &request_id,
             kind: self.kind.label(),
-            method: self.method.as_str(),
-            path: &self.path,
+            method: &method,
+            path: &path,
             route,
-            model,
+            model: &model,
             key: self
                 .caller
                 .get()

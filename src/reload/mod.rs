@@ -168,8 +168,9 @@ fn micros(d: Duration) -> f64 {
 
 /// What a reload may not change, each at its key: the listeners'
 /// addresses, whether the data port speaks TLS, the connection cap, the
-/// handshake and header timeouts (built into the listeners when they
-/// start) and the worker threads. A restart applies them.
+/// handshake and header timeouts and the streams per connection (built
+/// into the listeners when they start) and the worker threads. A restart
+/// applies them.
 pub fn fixed_changes(running: &ServerConfig, next: &ServerConfig) -> Vec<ConfigError> {
     let mut out = Vec::new();
     let mut check = |key: &str, was: String, now: String| {
@@ -212,6 +213,11 @@ pub fn fixed_changes(running: &ServerConfig, next: &ServerConfig) -> Vec<ConfigE
         running.workers.to_string(),
         next.workers.to_string(),
     );
+    check(
+        "max_streams_per_connection",
+        running.max_streams_per_connection.to_string(),
+        next.max_streams_per_connection.to_string(),
+    );
     out
 }
 
@@ -236,10 +242,13 @@ mod tests {
         next.queue_timeout = Duration::from_secs(1);
         next.drain_delay = Duration::ZERO;
         next.max_concurrent_requests = 3;
+        next.max_requests_per_client = Some(4);
+        next.max_unverified_body_bytes = 1 << 20;
         assert_eq!(fixed_changes(&running, &next), []);
         next.listen = "127.0.0.1:1".parse().unwrap();
         next.header_read_timeout = Duration::from_secs(1);
         next.workers = running.workers + 1;
+        next.max_streams_per_connection = 16;
         let keys: Vec<String> = fixed_changes(&running, &next)
             .into_iter()
             .map(|e| e.to_string())
@@ -255,6 +264,7 @@ mod tests {
                     running.workers + 1
                 )
                 .as_str(),
+                "server.max_streams_per_connection: cannot change while running (running: 128, new: 16); restart to apply it",
             ]
         );
     }

@@ -84,7 +84,7 @@ impl Loader {
                 // files) are read again now, right after the load: a
                 // change made after this is seen as one, whenever the
                 // watcher starts.
-                let bytes = bytes.or_else(|| std::fs::read(&path).ok().map(Arc::from));
+                let bytes = bytes.or_else(|| crate::file::read(&path).ok().map(Arc::from));
                 WatchedFile {
                     loaded: bytes.map(|b| file_hash(&b)),
                     path,
@@ -147,7 +147,7 @@ impl Loader {
 pub fn load_file(path: &Path) -> Result<(Config, u64), ConfigErrors> {
     let one = |message: String| ConfigErrors(vec![ConfigError::new("", message)]);
     let bytes =
-        std::fs::read(path).map_err(|e| one(format!("cannot read {}: {e}", path.display())))?;
+        crate::file::read(path).map_err(|e| one(format!("cannot read {}: {e}", path.display())))?;
     let hash = file_hash(&bytes);
     let text = String::from_utf8(bytes)
         .map_err(|e| one(format!("{} is not UTF-8: {e}", path.display())))?;

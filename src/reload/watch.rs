@@ -155,12 +155,13 @@ impl Watched {
     }
 }
 
-/// Each file's content hash, read through symlinks.
+/// Each file's content hash, read through symlinks (`None`: unreadable,
+/// or not a regular file: a FIFO put there is never opened for good).
 async fn fingerprint(files: Vec<PathBuf>) -> Vec<Option<u64>> {
     let read = move || {
         files
             .iter()
-            .map(|f| std::fs::read(f).ok().map(|b| file_hash(&b)))
+            .map(|f| crate::file::read(f).ok().map(|b| file_hash(&b)))
             .collect::<Vec<_>>()
     };
     tokio::task::spawn_blocking(read).await.unwrap_or_default()

@@ -21,6 +21,8 @@ use super::sniff::Verdict;
 #[derive(Debug)]
 pub struct ConnState {
     opened: Instant,
+    /// The client's address (the TCP peer's), when known.
+    peer: Option<std::net::IpAddr>,
     http2: AtomicBool,
     handshaken: AtomicBool,
     /// Requests started and not yet finished (reply body ended or dropped).
@@ -30,9 +32,11 @@ pub struct ConnState {
 }
 
 impl ConnState {
-    pub fn new() -> Arc<ConnState> {
+    /// The state of a connection from `peer`.
+    pub fn with_peer(peer: Option<std::net::IpAddr>) -> Arc<ConnState> {
         Arc::new(ConnState {
             opened: Instant::now(),
+            peer,
             http2: AtomicBool::new(false),
             handshaken: AtomicBool::new(false),
             active: AtomicUsize::new(0),
@@ -61,6 +65,11 @@ impl ConnState {
     pub fn request_ended(&self) {
         self.active.fetch_sub(1, Ordering::Relaxed);
         self.touch();
+    }
+
+    /// The client's address, when known.
+    pub fn peer(&self) -> Option<std::net::IpAddr> {
+        self.peer
     }
 
     /// When the connection was accepted: its handshake deadline counts
@@ -183,7 +192,7 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn idle_http2_connections_expire_from_their_last_request() {
-        let s = ConnState::new();
+        let s = ConnState::with_peer(None);
         let t0 = s.opened;
         // Undecided: look again later.
         assert_eq!(
@@ -206,7 +215,7 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn http1_connections_are_left_to_hyper() {
-        let s = ConnState::new();
+        let s = ConnState::with_peer(None);
         s.sniffed(Verdict::Http1);
         assert!(!s.handshaken());
         s.request_started();

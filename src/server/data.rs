@@ -46,14 +46,50 @@ fn builder(server: &ServerConfig) -> Builder<TokioExecutor> {
         .http2()
         .timer(TokioTimer::new())
         .keep_alive_interval(server.handshake_timeout)
-        .keep_alive_timeout(server.handshake_timeout);
+        .keep_alive_timeout(server.handshake_timeout)
+        // Streams past it are refused by the HTTP/2 layer (RST_STREAM
+        // REFUSED_STREAM, which clients retry), before they take anything.
+        .max_concurrent_streams(server.max_streams_per_connection);
     builder
+}
+
+/// The connection builders: HTTP/1 or HTTP/2 as the first bytes say
+/// (cleartext, or TLS without ALPN), and one for each protocol a TLS
+/// client may have agreed by ALPN — once agreed, the connection speaks
+/// only that (RFC 7301; RFC 9113, section 3.2): an HTTP/1 request on a
+/// connection that negotiated `h2` is an HTTP/2 protocol error, not a
+/// request to answer in HTTP/1.1.
+#[derive(Debug)]
+struct Builders {
+    sniffed: Builder<TokioExecutor>,
+    h1: Builder<TokioExecutor>,
+    h2: Builder<TokioExecutor>,
+}
+
+impl Builders {
+    fn new(server: &ServerConfig) -> Builders {
+        let sniffed = builder(server);
+        Builders {
+            h1: sniffed.clone().http1_only(),
+            h2: sniffed.clone().http2_only(),
+            sniffed,
+        }
+    }
+
+    /// The builder for a connection that agreed on `alpn` (none: sniffed).
+    fn for_alpn(&self, alpn: Option<&[u8]>) -> &Builder<TokioExecutor> {
+        match alpn {
+            Some(b"h2") => &self.h2,
+            Some(b"http/1.1") => &self.h1,
+            _ => &self.sniffed,
+        }
+    }
 }
 
 /// The connections being served.
 struct Conns {
     tasks: JoinSet<()>,
-    builder: Arc<Builder<TokioExecutor>>,
+    builders: Arc<Builders>,
     gateway: Live,
     tls: Option<TlsSettings>,
     limits: ConnLimits,
@@ -63,7 +99,7 @@ struct Conns {
 
 /// What one connection's task needs.
 struct Serve {
-    builder: Arc<Builder<TokioExecutor>>,
+    builders: Arc<Builders>,
     gateway: Live,
     state: Arc<ConnState>,
     limits: ConnLimits,
@@ -71,14 +107,17 @@ struct Serve {
 }
 
 impl Serve {
-    /// Serves the (cleartext or decrypted) stream `io` to its end.
-    async fn run<I>(self, io: I)
+    /// Serves the (cleartext or decrypted) stream `io` to its end, in the
+    /// protocol its TLS handshake agreed on (`alpn`), else the one its
+    /// first bytes say.
+    async fn run<I>(self, io: I, alpn: Option<&[u8]>)
     where
         I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
     {
         let io = TokioIo::new(Sniffed::new(io, self.state.clone()));
         let svc = Tracked::new(self.gateway, self.state.clone());
-        let conn = self.builder.serve_connection(io, svc).into_owned();
+        let builder = self.builders.for_alpn(alpn);
+        let conn = builder.serve_connection(io, svc).into_owned();
         conn::drive(
             conn,
             |c| c.graceful_shutdown(),
@@ -93,10 +132,11 @@ impl Serve {
 impl Conns {
     /// Serves `stream` in its own task, which holds the connection's slot.
     fn spawn(&mut self, stream: TcpStream, slot: OwnedSemaphorePermit) {
+        let peer = stream.peer_addr().ok().map(|a| a.ip());
         let serve = Serve {
-            builder: self.builder.clone(),
+            builders: self.builders.clone(),
             gateway: self.gateway.clone(),
-            state: ConnState::new(),
+            state: ConnState::with_peer(peer),
             limits: self.limits,
             drain: self.drain.clone(),
         };
@@ -104,11 +144,14 @@ impl Conns {
         self.workers
             .spawn(&mut self.tasks, stream, move |stream| async move {
                 match tls {
-                    None => serve.run(stream).await,
+                    None => serve.run(stream, None).await,
                     Some(tls) => {
                         let deadline = serve.state.opened() + serve.limits.handshake;
                         match tls.accept(stream, deadline).await {
-                            Ok(stream) => serve.run(stream).await,
+                            Ok(stream) => {
+                                let alpn = stream.get_ref().1.alpn_protocol().map(<[u8]>::to_vec);
+                                serve.run(stream, alpn.as_deref()).await;
+                            }
                             Err(e) => tracing::debug!(error = %e, "TLS handshake failed"),
                         }
                     }
@@ -155,7 +198,7 @@ pub async fn serve(
     let (drain_tx, drain) = watch::channel(false);
     let mut conns = Conns {
         tasks: JoinSet::new(),
-        builder: Arc::new(builder(&server)),
+        builders: Arc::new(Builders::new(&server)),
         gateway,
         tls,
         limits: ConnLimits {

@@ -1,7 +1,9 @@
 //! The per-connection service: tells the connection's [`ConnState`] when
 //! a request starts and when it is over — when its reply body has ended
 //! or been dropped, not when the headers went out — so an HTTP/2
-//! connection streaming a long reply is not idle.
+//! connection streaming a long reply is not idle; and puts the client's
+//! address on each request ([`ClientAddr`]) for the gateway's
+//! per-client bound.
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -18,6 +20,7 @@ use tower::ServiceExt;
 use tower::util::Oneshot;
 
 use super::conn::ConnState;
+use crate::guard::clients::ClientAddr;
 
 /// Counts one request as in progress on its connection while it lives.
 #[derive(Debug)]
@@ -57,7 +60,10 @@ where
     type Error = Infallible;
     type Future = Respond<Oneshot<S, Request<Incoming>>>;
 
-    fn call(&self, req: Request<Incoming>) -> Self::Future {
+    fn call(&self, mut req: Request<Incoming>) -> Self::Future {
+        if let Some(ip) = self.conn.peer() {
+            req.extensions_mut().insert(ClientAddr(ip));
+        }
         Respond {
             active: Some(Active::start(&self.conn)),
             inner: self.inner.clone().oneshot(req),

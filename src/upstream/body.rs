@@ -10,6 +10,10 @@
 //! the client has not taken a frame for the idle time: the backend
 //! connection is dropped, and the client's stream ends in an error — it is
 //! never completed as if it were whole.
+//!
+//! The body also carries its reply's [`Verdict`] on the replica: read to
+//! its end, it counts for the replica; failed on the backend's side, or
+//! found at fault by its reader ([`UpstreamBody::fault`]), against it.
 
 use std::pin::Pin;
 use std::sync::Arc;
@@ -24,6 +28,9 @@ use hyper::body::Incoming;
 use tokio::sync::mpsc;
 
 use super::Lease;
+use super::failure::source_of;
+use super::verdict::Verdict;
+use crate::error::UpstreamKind;
 use crate::http::body::BoxError;
 use crate::http::idle::{Idle, Stalled, StreamStalled};
 
@@ -46,6 +53,9 @@ pub struct StreamCut;
 #[derive(Debug)]
 pub struct UpstreamBody {
     inner: Inner,
+    /// `None` when the head decided already (a 5xx, counted then). Boxed:
+    /// a reply body is moved through several futures.
+    verdict: Option<Box<Verdict>>,
 }
 
 #[derive(Debug)]
@@ -72,11 +82,23 @@ struct Moved {
 
 impl UpstreamBody {
     /// Wraps a backend reply body. `slot` is released when the body ends or
-    /// is dropped; `on_stall` is told when a stall cuts it.
-    pub fn new<F>(body: Incoming, idle: Duration, slot: Option<Lease>, on_stall: F) -> UpstreamBody
+    /// is dropped; `on_stall` is told when a stall cuts it; `verdict` is
+    /// decided by how the body ends.
+    pub(super) fn new<F>(
+        body: Incoming,
+        idle: Duration,
+        slot: Option<Lease>,
+        verdict: Option<Box<Verdict>>,
+        on_stall: F,
+    ) -> UpstreamBody
     where
         F: FnOnce(Stalled) + Send + 'static,
     {
+        if body.is_end_stream()
+            && let Some(v) = &verdict
+        {
+            v.ended();
+        }
         let small = body.size_hint().exact().is_some_and(|n| n <= DIRECT_MAX);
         if small || body.is_end_stream() {
             return UpstreamBody {
@@ -84,6 +106,7 @@ impl UpstreamBody {
                     body: Idle::new(body, idle, Stalled::Backend),
                     slot,
                 })),
+                verdict,
             };
         }
         let remaining = body.size_hint().exact();
@@ -97,6 +120,35 @@ impl UpstreamBody {
                 remaining,
                 ended: false,
             }),
+            verdict,
+        }
+    }
+
+    /// The reply's reader found fault with it (over the gateway's limit,
+    /// malformed, too slow): counted against the replica that sent it, at
+    /// most once per reply.
+    pub fn fault(&self, kind: UpstreamKind) {
+        if let Some(v) = &self.verdict {
+            v.fault(kind);
+        }
+    }
+
+    fn ended(&self) {
+        if let Some(v) = &self.verdict {
+            v.ended();
+        }
+    }
+
+    /// What a failed body says about its replica.
+    fn judge(&self, e: &BoxError) {
+        let Some(v) = &self.verdict else { return };
+        let e: &(dyn std::error::Error + 'static) = &**e;
+        match source_of::<StreamStalled>(e) {
+            Some(s) if s.side == Stalled::Backend => v.fault(UpstreamKind::Timeout),
+            // The client stopped reading: not the replica's doing.
+            Some(_) => {}
+            None if source_of::<StreamCut>(e).is_some() => {}
+            None => v.fault(UpstreamKind::Reset),
         }
     }
 }
@@ -157,7 +209,7 @@ impl http_body::Body for UpstreamBody {
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
-        match &mut self.inner {
+        let polled = match &mut self.inner {
             Inner::Direct(d) => {
                 let polled = Pin::new(&mut d.body).poll_frame(cx);
                 if matches!(polled, Poll::Ready(None) | Poll::Ready(Some(Err(_)))) {
@@ -166,7 +218,15 @@ impl http_body::Body for UpstreamBody {
                 polled
             }
             Inner::Moved(m) => m.poll(cx),
+        };
+        match &polled {
+            // A body of exact length is not polled past its last byte.
+            Poll::Ready(None) => self.ended(),
+            Poll::Ready(Some(Ok(_))) if self.is_end_stream() => self.ended(),
+            Poll::Ready(Some(Err(e))) => self.judge(e),
+            _ => {}
         }
+        polled
     }
 
     fn is_end_stream(&self) -> bool {

@@ -1,6 +1,8 @@
 //! A replica's health, readable without a lock: what the active checks
 //! ([`super::check`]) last concluded, with their thresholds, and passive
-//! ejection — a replica whose requests fail `after` times in a row takes
+//! ejection — a replica whose requests fail `after` times in a row (a 5xx,
+//! a failed exchange, or a reply found at fault once read: see
+//! [`super::verdict`]) takes
 //! no traffic for `base`, twice as long each time it is ejected again, up
 //! to `max`; the backoff starts over once it has served a whole `base`
 //! without being ejected. A replica is *eligible* when the checks say it

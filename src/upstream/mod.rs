@@ -9,7 +9,10 @@
 //! ([`budget`]). DNS backends re-resolve their replicas ([`dns`]). Also
 //! here: connect and response-head timeouts, bounded pauses in every
 //! streamed body ([`body`]), the mapping of failures to gateway errors
-//! (`failure`, [`UpstreamError`]).
+//! (`failure`, [`UpstreamError`]), what a reply says about its replica
+//! once its body is over (`verdict`: a body that fails, or that its reader
+//! finds at fault, counts toward the replica's ejection as a 5xx does),
+//! and the backend's readiness asked at most once a TTL (`ready`).
 //!
 //! Clients get short, stable error messages naming the backend; the detail
 //! (OS error text, replica addresses) goes to the log with the request id.
@@ -30,10 +33,12 @@ mod health;
 pub mod location;
 mod models;
 mod pick;
+mod ready;
 mod replica;
 mod retry;
 mod send;
 mod set;
+mod verdict;
 
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
@@ -88,6 +93,7 @@ struct Inner {
     models: Models,
     budget: Budget,
     early: EarlyCredit,
+    ready: ready::ReadyCache,
     families: Option<ReplicaFamilies>,
     /// Asks the health checks for a round now.
     wake: Arc<Notify>,
@@ -269,6 +275,7 @@ impl Upstream {
             models,
             budget: Budget::new(&backend.retries),
             early: EarlyCredit::default(),
+            ready: ready::ReadyCache::default(),
             families,
             wake: Arc::new(Notify::new()),
             tasks: Mutex::new(Vec::new()),

@@ -13,6 +13,7 @@ use super::failure::{Failure, classify};
 use super::models::Followed;
 use super::pick::two_choices;
 use super::retry;
+use super::verdict::Verdict;
 use super::{
     Lease, Outgoing, Replica, Stalled, Upstream, UpstreamBody, UpstreamError, Watch, location,
     now_ms,
@@ -115,7 +116,9 @@ impl Upstream {
                 // An answer before the body's end: a request sent while the
                 // client's was read (`infer::backend::early`), which the
                 // caller drops and sends again. That one counts.
-                Attempt::Answer { resp, early: true } => return Ok(self.reply(resp, lease, obs)),
+                Attempt::Answer { resp, early: true } => {
+                    return Ok(self.reply(resp, lease, obs, false));
+                }
                 Attempt::Answer { resp, .. } => {
                     let status = resp.status();
                     self.answered(replica, status, tracked.as_deref(), &out, &replicas);
@@ -127,7 +130,10 @@ impl Upstream {
                         last = None;
                         continue;
                     }
-                    return Ok(self.reply(resp, lease, obs));
+                    // A 5xx was counted; any other answer is judged by
+                    // how its body ends.
+                    let judge = !status.is_server_error();
+                    return Ok(self.reply(resp, lease, obs, judge));
                 }
                 Attempt::Failed { failure, early } => (failure, early),
             };
@@ -199,8 +205,9 @@ impl Upstream {
         }
     }
 
-    /// What an answer says about the replica: a 5xx counts against it,
-    /// anything else for it; a success starts checks of a model no check
+    /// What an answer's head says about the replica: a 5xx counts against
+    /// it (anything else is judged when its body is over, see
+    /// [`super::verdict`]); a success starts checks of a model no check
     /// follows yet; a 404 for a followed model has the checks look now.
     fn answered(
         &self,
@@ -212,8 +219,6 @@ impl Upstream {
     ) {
         if status.is_server_error() {
             self.failed(replica, UpstreamKind::ServerError, replicas);
-        } else {
-            replica.health.succeeded(now_ms(), &self.backend.ejection);
         }
         if status.is_success() && tracked.is_none() {
             self.follow(out.model.as_deref(), replicas);
@@ -285,7 +290,12 @@ impl Upstream {
     /// Counts a failed exchange against `replica`, ejecting it when its
     /// failures in a row reach the threshold — unless no other replica
     /// would be left to take traffic.
-    fn failed(&self, replica: &Arc<Replica>, kind: UpstreamKind, replicas: &[Arc<Replica>]) {
+    pub(super) fn failed(
+        &self,
+        replica: &Arc<Replica>,
+        kind: UpstreamKind,
+        replicas: &[Arc<Replica>],
+    ) {
         replica.count_error(kind);
         let cfg = &self.backend.ejection;
         if !replica.health.failed(cfg) {
@@ -330,11 +340,14 @@ impl Upstream {
         self.inner.wake.notify_one();
     }
 
+    /// The reply handed to the caller; with `judge`, its body decides what
+    /// it says about the replica.
     fn reply(
         &self,
         resp: Response<hyper::body::Incoming>,
         lease: Lease,
         obs: Option<&Arc<dyn Watch>>,
+        judge: bool,
     ) -> Response<UpstreamBody> {
         let (mut parts, body) = resp.into_parts();
         location::localize(&lease.replica.base, &mut parts.headers);
@@ -355,7 +368,8 @@ impl Upstream {
                 o.stalled(&UpstreamError::timeout(&backend.name, idle));
             }
         };
-        let body = UpstreamBody::new(body, idle, Some(lease), on_stall);
+        let verdict = judge.then(|| Box::new(Verdict::new(self.clone(), lease.replica.clone())));
+        let body = UpstreamBody::new(body, idle, Some(lease), verdict, on_stall);
         Response::from_parts(parts, body)
     }
 

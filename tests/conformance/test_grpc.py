@@ -329,7 +329,8 @@ def test_metadata(direct, clients, call, via):
         assert [s["name"] for s in d["model_stats"]] == [s["name"] for s in g["model_stats"]] == ["simple"]
         assert set(g["model_stats"][0]["inference_stats"]) == set(d["model_stats"][0]["inference_stats"])
     elif call == "repository index":
-        # Read-only, as its HTTP twin: passed through without allow_control.
+        # As its HTTP twin: a repository control call (the conformance
+        # gateway's default route allows it, see tg_gateway.py).
         index = lambda c: sorted(  # noqa: E731
             (m["name"], m.get("state"), m.get("version")) for m in c.get_model_repository_index(as_json=True)["models"]
         )

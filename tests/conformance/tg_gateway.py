@@ -77,6 +77,9 @@ def config_text(port, admin_port, triton_url=None, kserve_url=None):
             "default = true",
             'backend = "triton"',
             'backend_format = "binary"',
+            # The repository index is compared with Triton's; it needs
+            # allow_control like load and unload.
+            'allow_control = ["repository"]',
         ]
     return "\n".join(lines) + "\n"
 

@@ -64,6 +64,9 @@ pub struct RawServer {
     pub readyz: Option<Word<Readyz>>,
     pub workers: Option<Count<usize>>,
     pub tls: Option<Table<RawServerTls>>,
+    pub max_streams_per_connection: Option<Positive<u32>>,
+    pub max_requests_per_client: Option<Positive<usize>>,
+    pub max_unverified_body_bytes: Option<Positive<u64>>,
 }
 
 /// `[server.tls]`.
@@ -85,6 +88,7 @@ pub struct RawLimits {
     pub max_elements_per_tensor: Option<Positive<u64>>,
     pub max_dims: Option<Positive<usize>>,
     pub max_response_bytes: Option<Positive<u64>>,
+    pub max_signed_body_bytes: Option<Positive<u64>>,
 }
 
 #[derive(Debug, Default, Deserialize)]

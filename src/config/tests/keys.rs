@@ -53,6 +53,37 @@ fn server_values() {
     assert_eq!(s.drain_delay, Duration::ZERO);
 }
 
+/// The bounds of issue 26 (findings 3 and 8): defaults, values, errors.
+#[test]
+fn client_and_unverified_body_bounds() {
+    let c = load(&route(""));
+    assert_eq!(c.server.max_streams_per_connection, 128);
+    assert_eq!(c.server.max_requests_per_client, None, "off unless set");
+    assert_eq!(c.server.max_unverified_body_bytes, 64 << 20);
+    assert_eq!(c.routes[0].limits.max_signed_body_bytes, 6 << 20);
+    let c = load(&format!(
+        "[server]\nmax_streams_per_connection = 16\nmax_requests_per_client = 8\n\
+         max_unverified_body_bytes = 1048576\n[limits]\nmax_signed_body_bytes = 4096\n{}",
+        route("[routes.limits]\nmax_signed_body_bytes = 2048")
+    ));
+    assert_eq!(c.server.max_streams_per_connection, 16);
+    assert_eq!(c.server.max_requests_per_client, Some(8));
+    assert_eq!(c.server.max_unverified_body_bytes, 1 << 20);
+    assert_eq!(c.routes[0].limits.max_signed_body_bytes, 2048);
+    check(
+        &format!(
+            "[server]\nmax_streams_per_connection = 0\nmax_requests_per_client = 0\n\
+             max_unverified_body_bytes = 0\n{}",
+            route("")
+        ),
+        &[
+            "server.max_streams_per_connection: must be positive, got 0",
+            "server.max_requests_per_client: must be positive, got 0",
+            "server.max_unverified_body_bytes: must be positive, got 0",
+        ],
+    );
+}
+
 #[test]
 fn drain_delay_follows_a_short_grace_and_must_stay_below_it() {
     let grace =

@@ -198,8 +198,30 @@ fn readyz_modes() {
         ("all_routes", Readyz::AllRoutes),
     ] {
         let text = format!("[server]\nreadyz = \"{word}\"\n{}", route(""));
-        assert_eq!(load(&text).server.readyz, mode);
+        let c = load(&text);
+        assert_eq!(c.server.readyz, mode);
+        // Readiness is read from the checks: on where it depends on them,
+        // even for a single url (issue 26, finding 11).
+        assert_eq!(
+            c.backends["b"].health.enabled,
+            mode != Readyz::Process,
+            "{word}"
+        );
     }
+    let off = backend_keys(&route(""), "health_checks = false");
+    assert!(
+        !load(&format!("[server]\nreadyz = \"process\"\n{off}")).backends["b"]
+            .health
+            .enabled
+    );
+    check(
+        &format!("[server]\nreadyz = \"all_routes\"\n{off}"),
+        &[
+            "backends.b.health_checks: false, and server.readyz = \"all_routes\" reads readiness \
+           from health checks: without them /readyz stays ready with every replica down \
+           (remove the key, or set readyz = \"process\")",
+        ],
+    );
 }
 
 #[test]

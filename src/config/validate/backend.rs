@@ -4,12 +4,16 @@
 
 use super::{Check, apply};
 use crate::config::raw::RawBackend;
-use crate::config::{Backend, Replicas};
+use crate::config::{Backend, Readyz, Replicas};
 
 impl Check<'_> {
     /// Builds backend `name`, reporting every problem in it; `None` when it
-    /// names no replica.
-    pub(super) fn backend(&mut self, name: &str, b: RawBackend) -> Option<Backend> {
+    /// names no replica. Where `/readyz` depends on the backends
+    /// (`readyz` other than `"process"`), health checks are on unless the
+    /// file turns them off — and turning them off is an error there:
+    /// without checks nothing ever marks a single replica down, so
+    /// `/readyz` stayed 200 with every backend down.
+    pub(super) fn backend(&mut self, name: &str, b: RawBackend, readyz: Readyz) -> Option<Backend> {
         let key = format!("backends.{name}");
         let replicas = self.replicas(&key, &b)?;
         let mut backend = Backend::with_replicas(name, replicas);
@@ -17,8 +21,23 @@ impl Check<'_> {
             pool_max_idle_per_host, max_connections, stream_idle_timeout, metadata_ttl);
         self.backend_tls(&mut backend, &b);
         let health = &mut backend.health;
-        if let Some(on) = b.health_checks {
-            health.enabled = on;
+        let readiness = readyz != Readyz::Process;
+        match b.health_checks {
+            Some(false) if readiness => {
+                let mode = match readyz {
+                    Readyz::AllRoutes => "all_routes",
+                    _ => "any_route",
+                };
+                let message = format!(
+                    "false, and server.readyz = \"{mode}\" reads readiness from health checks: \
+                     without them /readyz stays ready with every replica down \
+                     (remove the key, or set readyz = \"process\")"
+                );
+                self.error(format!("backends.{name}.health_checks"), message);
+            }
+            Some(on) => health.enabled = on,
+            None if readiness => health.enabled = true,
+            None => {}
         }
         set(b.health_interval.map(|v| v.0), &mut health.interval);
         set(b.health_timeout.map(|v| v.0), &mut health.timeout);

@@ -20,7 +20,7 @@ use std::sync::Arc;
 
 use super::access::KeyFiles;
 use super::raw::{RawBackend, RawConfig, RawLimits, RawServer, Stage1, Table};
-use super::{Backend, Config, ConfigError, Limits, ServerConfig};
+use super::{Backend, Config, ConfigError, Limits, Readyz, ServerConfig};
 
 /// Overwrites each field of `$target` that `$raw` sets (raw values are
 /// checked newtypes: `.0` is the value).
@@ -49,7 +49,7 @@ pub fn config(
     };
     let server = check.server(raw.server.0);
     let defaults = check.limits("limits", Limits::default(), raw.limits.0);
-    let backends = check.backends(raw.backends);
+    let backends = check.backends(raw.backends, server.readyz);
     if raw.routes.is_empty() {
         check.error("routes", "at least one [[routes]] entry is required");
     }
@@ -117,7 +117,9 @@ impl Check<'_> {
         let mut s = ServerConfig::default();
         apply!(s, raw; listen, admin_listen, shutdown_grace, max_concurrent_requests,
             body_read_timeout, header_read_timeout, max_connections, handshake_timeout,
-            queue_timeout, body_total_timeout, drain_delay, workers);
+            queue_timeout, body_total_timeout, drain_delay, workers, max_streams_per_connection,
+            max_unverified_body_bytes);
+        s.max_requests_per_client = raw.max_requests_per_client.map(|n| n.0);
         if let Some(r) = raw.readyz {
             s.readyz = r.0;
         }
@@ -139,20 +141,23 @@ impl Check<'_> {
             self.error(format!("{key}.max_dims"), message);
         }
         apply!(limits, raw; max_body_bytes, max_json_header_bytes, max_elements_per_tensor,
-            max_dims, max_response_bytes);
+            max_dims, max_response_bytes, max_signed_body_bytes);
         limits
     }
 
+    /// Every backend; `readyz` decides whether health checks are on by
+    /// default (see [`Check::backend`]).
     fn backends(
         &mut self,
         raw: BTreeMap<String, Table<RawBackend>>,
+        readyz: Readyz,
     ) -> BTreeMap<String, Arc<Backend>> {
         if raw.is_empty() {
             self.error("backends", "at least one backend is required");
         }
         let mut out = BTreeMap::new();
         for (name, Table(b)) in raw {
-            if let Some(backend) = self.backend(&name, b) {
+            if let Some(backend) = self.backend(&name, b, readyz) {
                 out.insert(name, Arc::new(backend));
             }
         }

@@ -19,8 +19,7 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use tokio::net::TcpListener;
-use tokio::sync::{oneshot, watch};
-use tokio::task::JoinHandle;
+use tokio::sync::watch;
 use tokio_stream::StreamExt;
 use tokio_stream::wrappers::TcpListenerStream;
 
@@ -34,56 +33,14 @@ use crate::grpc::inference::grpc_inference_service_server::GrpcInferenceServiceS
 /// How long open streams may finish after shutdown before they are cut.
 const DRAIN_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// A demo gRPC server running on the current runtime; it stops when
-/// dropped.
-#[derive(Debug)]
-pub struct DemoGrpcServer {
-    pub addr: SocketAddr,
-    stop: Option<oneshot::Sender<()>>,
-    task: Option<JoinHandle<io::Result<()>>>,
-}
-
-impl DemoGrpcServer {
-    /// `http://ADDR`, for a gRPC client's endpoint.
-    pub fn url(&self) -> String {
-        format!("http://{}", self.addr)
-    }
-
-    /// Stops accepting, lets open calls finish (streams are ended), and
-    /// waits for the server task.
-    pub async fn shutdown(mut self) -> io::Result<()> {
-        if let Some(stop) = self.stop.take() {
-            let _ = stop.send(());
-        }
-        match self.task.take() {
-            Some(task) => task.await.unwrap_or_else(|e| Err(io::Error::other(e))),
-            None => Ok(()),
-        }
-    }
-}
-
-impl Drop for DemoGrpcServer {
-    fn drop(&mut self) {
-        if let Some(stop) = self.stop.take() {
-            let _ = stop.send(());
-        }
-    }
-}
+/// The demo's gRPC server, running; it stops when dropped.
+pub type DemoGrpcServer = super::running::Running;
 
 /// Binds `addr` (`127.0.0.1:0` for any free port) and serves gRPC on a task
 /// of the current runtime.
 pub async fn spawn_grpc(addr: SocketAddr) -> io::Result<DemoGrpcServer> {
     let listener = TcpListener::bind(addr).await?;
-    let addr = listener.local_addr()?;
-    let (stop, stopped) = oneshot::channel::<()>();
-    let task = tokio::spawn(serve_grpc(listener, async move {
-        let _ = stopped.await;
-    }));
-    Ok(DemoGrpcServer {
-        addr,
-        stop: Some(stop),
-        task: Some(task),
-    })
+    DemoGrpcServer::spawn(listener, serve_grpc)
 }
 
 /// The demo's two gRPC services, their message limits raised from tonic's

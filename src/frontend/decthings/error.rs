@@ -68,6 +68,23 @@ pub enum InputProblem {
     CannotStack { first: String, other: String },
     #[error("is {bytes} bytes, over the route's limit of {limit} bytes")]
     TooLarge { bytes: u64, limit: u64 },
+    /// The route's `max_dims`, as V2 holds its requests to it.
+    #[error("has shape {shape} of {rank} dimensions, over the route's max_dims of {max}")]
+    TooManyDims {
+        shape: Shape,
+        rank: usize,
+        max: usize,
+    },
+    /// The route's `max_elements_per_tensor` (`count` is text: it may be
+    /// past 2^64).
+    #[error(
+        "has shape {shape} of {count} elements, over the route's max_elements_per_tensor of {max}"
+    )]
+    TooManyElements {
+        shape: Shape,
+        count: String,
+        max: u64,
+    },
 }
 
 impl Classify for DecthingsError {
@@ -87,7 +104,10 @@ impl Classify for DecthingsError {
         match self {
             DecthingsError::Input {
                 input,
-                problem: InputProblem::TooLarge { .. },
+                problem:
+                    InputProblem::TooLarge { .. }
+                    | InputProblem::TooManyDims { .. }
+                    | InputProblem::TooManyElements { .. },
                 ..
             } => Some(Violated {
                 tensor: TensorLabel::Named(input.clone()),

@@ -155,6 +155,7 @@ pub fn to_inputs(
             })
         })?;
         let tensor = combine(route, &name, tensors)?;
+        check_limits(route, &name, &tensor.shape)?;
         inputs.push(input(route, name, tensor)?);
     }
     let header = crate::codec::v2::Document {
@@ -165,6 +166,32 @@ pub fn to_inputs(
     };
     crate::infer::checks::check_request(route, &header)?;
     Ok(inputs)
+}
+
+/// The route's `max_dims` and `max_elements_per_tensor` on a parameter's
+/// tensor as it goes to the backend (stacked: with its leading
+/// dimension), as V2 holds a tensor's head to them.
+fn check_limits(route: &Route, name: &str, shape: &Shape) -> Result<(), DecthingsError> {
+    let limits = &route.limits;
+    let problem = if shape.rank() > limits.max_dims {
+        InputProblem::TooManyDims {
+            shape: shape.clone(),
+            rank: shape.rank(),
+            max: limits.max_dims,
+        }
+    } else {
+        let count = match shape.element_count() {
+            Ok(n) if n <= limits.max_elements_per_tensor => return Ok(()),
+            Ok(n) => n.to_string(),
+            Err(_) => "more than 2^64".to_owned(),
+        };
+        InputProblem::TooManyElements {
+            shape: shape.clone(),
+            count,
+            max: limits.max_elements_per_tensor,
+        }
+    };
+    Err(bad_input(route, name.to_owned(), problem))
 }
 
 fn bad_input(route: &Route, input: String, problem: InputProblem) -> DecthingsError {

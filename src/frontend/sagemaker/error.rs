@@ -49,7 +49,9 @@ pub enum SageMakerError {
 impl Classify for SageMakerError {
     fn class(&self) -> Class {
         match self {
-            SageMakerError::Record(RecordError::BodyTooLarge { .. }) => Class::TooLarge,
+            SageMakerError::Record(
+                RecordError::BodyTooLarge { .. } | RecordError::DenseTooLarge { .. },
+            ) => Class::TooLarge,
             SageMakerError::Media(MediaError::ContentType { .. }) => Class::UnsupportedMediaType,
             SageMakerError::Media(MediaError::Accept { .. }) => Class::NotAcceptable,
             SageMakerError::Reply(_) | SageMakerError::MissingOutput { .. } => Class::BadOutput {

@@ -9,8 +9,9 @@
 //! [`target`]; the batching in [`pipeline`]; errors in [`error`].
 //!
 //! A SigV4 request on the Runtime API path of a route with keys is read
-//! whole by the gateway first (bounded by the route's `max_body_bytes`;
-//! AWS's own InvokeEndpoint limit is 6 MB): the signature covers the body's
+//! whole by the gateway first (bounded by the route's
+//! `max_signed_body_bytes`, 6 MiB as AWS's own InvokeEndpoint limit, and
+//! without a request slot until verified): the signature covers the body's
 //! hash, and no batch may reach the backend before it verified.
 
 pub mod error;
@@ -36,7 +37,6 @@ use crate::infer::ModelRef;
 use crate::infer::route::{self, RouteError};
 use crate::metrics::Kind;
 use crate::observe::Observation;
-use crate::upstream::Outgoing;
 use pipeline::{Job, Pipeline};
 
 /// Reply chunks buffered between the batch task and the client.
@@ -44,6 +44,11 @@ const CHANNEL_CHUNKS: usize = 2;
 
 /// Longest `/ping` waits for the backend's readiness.
 const PING_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// How long the backend's readiness answers every `/ping` before it is
+/// asked again: a ping needs no key and is never shed, so each one must
+/// not cost a backend call.
+const PING_CACHE: Duration = Duration::from_secs(1);
 
 /// An invocation: `POST /invocations`, `/models/{m}/invoke`, or the Runtime
 /// API path `/endpoints/{e}/invocations`.
@@ -104,6 +109,16 @@ impl Frontend for Invoke {
         decode.batch_records = route.sagemaker.batch_records;
         decode.max_body_bytes = usize::try_from(limits.max_body_bytes).unwrap_or(usize::MAX);
         decode.max_batch_bytes = decode.max_batch_bytes.min(decode.max_body_bytes);
+        // A batch is one backend tensor, held to the route's limits as a
+        // V2 client's tensor is; sparse records may densify to at most one
+        // such tensor's worth in all (they cost the client almost nothing).
+        let max_elements = limits.max_elements_per_tensor;
+        decode.max_batch_elements = max_elements;
+        decode.max_features = decode
+            .max_features
+            .min(usize::try_from(max_elements).unwrap_or(usize::MAX));
+        decode.max_dense_elements = max_elements;
+        decode.max_dense_bytes = limits.max_body_bytes;
         let decoder =
             RequestDecoder::new(format, &decode).map_err(|source| SageMakerError::Config {
                 route: route.name.clone(),
@@ -162,7 +177,8 @@ impl Frontend for Invoke {
 }
 
 /// `GET /ping`: 200 while the backend of the route SageMaker reports on is
-/// ready, 503 otherwise. Never shed nor authenticated.
+/// ready, 503 otherwise; the backend's answer serves every ping for
+/// [`PING_CACHE`]. Never shed nor authenticated.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Ping;
 
@@ -194,11 +210,10 @@ impl Frontend for Ping {
             }
             .into());
         };
-        let req = Outgoing::get("/v2/health/ready");
-        let ready = matches!(
-            tokio::time::timeout(PING_TIMEOUT, exchange.upstream.send(req, Some(call.obs.watch()))).await,
-            Ok(Ok(resp)) if resp.status().is_success()
-        );
+        let ready = exchange
+            .upstream
+            .ready_cached(PING_CACHE, PING_TIMEOUT)
+            .await;
         let mut resp = Response::new(empty());
         if !ready {
             *resp.status_mut() = StatusCode::SERVICE_UNAVAILABLE;

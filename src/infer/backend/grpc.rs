@@ -14,10 +14,12 @@ use http::{HeaderMap, Response, StatusCode};
 
 use super::BackendBody;
 use super::request::RequestBody;
+use crate::codec::grpc::frame::FrameError;
 use crate::codec::grpc::{self, frame};
 use crate::codec::v2::framing::IHCL_HEADER;
 use crate::codec::v2::json_write::{DocWriter, TensorForm};
 use crate::codec::v2::{DocLimits, Document};
+use crate::error::UpstreamKind;
 use crate::http::body::error_body;
 use crate::infer::{InferError, ModelRef, TensorData};
 use crate::observe::Metered;
@@ -58,13 +60,24 @@ pub async fn reply(
     limit: u64,
 ) -> Result<Response<BackendBody>, ReplyFault> {
     let answer = read_answer(head, &mut body, limit).await;
-    drop(body);
+    // What no correct backend sends counts against the replica, as for an
+    // HTTP reply; a message whose prefix declares more than the limit does
+    // not (any replica would answer that request alike), and a body that
+    // failed on the way was judged by the body itself.
+    let judge = |body: &Metered<UpstreamBody>| body.get_ref().fault(UpstreamKind::Invalid);
+    match &answer {
+        Err(ReadError::Body(_) | ReadError::Frame(FrameError::TooLarge { .. })) | Ok(_) => {}
+        Err(_) => judge(&body),
+    }
     match answer? {
         Answer::Message(message) => {
             let limits = DocLimits::new(u64::MAX, 64);
-            let v2 = grpc::decode_response(message, &limits).map_err(|e| ReplyFault::Invalid {
-                backend: backend.to_owned(),
-                detail: e.to_string(),
+            let v2 = grpc::decode_response(message, &limits).map_err(|e| {
+                judge(&body);
+                ReplyFault::Invalid {
+                    backend: backend.to_owned(),
+                    detail: e.to_string(),
+                }
             })?;
             Ok(binary_framed(&v2.header, v2.data))
         }

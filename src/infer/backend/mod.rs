@@ -45,6 +45,15 @@ impl BackendBody {
     fn decoded(chunks: Vec<Bytes>) -> BackendBody {
         BackendBody::Decoded(ChunksBody::new(chunks))
     }
+
+    /// Counts a fault of the reply against the replica that sent it. A
+    /// reply already decoded (a gRPC backend's) was judged as it was read.
+    pub(crate) fn fault(&self, kind: crate::error::UpstreamKind) {
+        match self {
+            BackendBody::Wire(b) => b.get_ref().fault(kind),
+            BackendBody::Decoded(_) => {}
+        }
+    }
 }
 
 impl http_body::Body for BackendBody {

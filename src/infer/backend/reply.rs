@@ -4,6 +4,16 @@
 //! reply into an [`InferReply`] (bounded by `max_response_bytes`) or take
 //! the parsed header and the rest of the stream to translate while it
 //! arrives.
+//!
+//! A reply that declares more than `max_response_bytes` (its
+//! `Content-Length`, or its header's binary sizes) is refused from that
+//! declaration, before its data is read; any replica would answer the same
+//! request alike, so it is not held against the one that did. What a
+//! correct backend never sends — a malformed reply, a body that runs past
+//! the limit without having declared its length, one too slow to arrive —
+//! is counted against the replica that sent it
+//! ([`UpstreamBody::fault`](crate::upstream::UpstreamBody::fault)), which
+//! ejects it after `eject_after` in a row.
 
 use std::time::Instant;
 
@@ -16,6 +26,7 @@ use crate::codec::v2::framing::{self, FramingError, HeaderReader, IHCL_HEADER};
 use crate::codec::v2::{
     BinaryCollector, DocError, DocKind, DocLimits, DocParser, Document, EntryData, collect,
 };
+use crate::error::UpstreamKind;
 use crate::http::body::concat;
 use crate::infer::InferError;
 use crate::infer::{Exchange, InferReply, TensorData};
@@ -72,9 +83,11 @@ impl ReplyStream {
     pub async fn next(&mut self) -> Result<Option<Bytes>, InferError> {
         loop {
             let left = self.deadline.saturating_duration_since(Instant::now());
-            let frame = tokio::time::timeout(left, self.inner.frame())
-                .await
-                .map_err(|_| self.upstream.timeout(self.upstream.backend.request_timeout))?;
+            let Ok(frame) = tokio::time::timeout(left, self.inner.frame()).await else {
+                self.fault(UpstreamKind::Timeout);
+                let limit = self.upstream.backend.request_timeout;
+                return Err(self.upstream.timeout(limit).into());
+            };
             match frame {
                 None => return Ok(None),
                 Some(Err(e)) => return Err(self.upstream.body_error(&*e).into()),
@@ -99,6 +112,9 @@ impl ReplyStream {
         while let Some(b) = self.next().await? {
             total = total.saturating_add(b.len() as u64);
             if total > limit {
+                // Its length was not declared (that is refused from the
+                // head): an endless body, or one past what it should be.
+                self.fault(UpstreamKind::Invalid);
                 return Err(InferError::ReplyTooLarge {
                     route: route.to_owned(),
                     limit,
@@ -112,6 +128,48 @@ impl ReplyStream {
     /// The body itself, for a reply passed on as it streams.
     pub fn into_inner(self) -> BackendBody {
         self.inner
+    }
+
+    /// Counts a fault of the reply against the replica that sent it.
+    fn fault(&self, kind: UpstreamKind) {
+        self.inner.fault(kind);
+    }
+
+    /// `e`, after counting it against the replica when it is a reply no
+    /// correct backend sends.
+    fn judged(&self, e: InferError) -> InferError {
+        if matches!(e, InferError::BadReply { .. }) {
+            self.fault(UpstreamKind::Invalid);
+        }
+        e
+    }
+}
+
+/// The reply's `Content-Length`, when it has a valid one.
+fn declared_len(parts: &http::response::Parts) -> Option<u64> {
+    parts
+        .headers
+        .get(header::CONTENT_LENGTH)?
+        .to_str()
+        .ok()?
+        .parse()
+        .ok()
+}
+
+/// A reply of `len` bytes declared over `limit` (after `header` bytes of
+/// JSON header): refused before its data is read.
+fn check_declared(
+    exchange: Exchange<'_>,
+    len: Option<u64>,
+    header: u64,
+    limit: u64,
+) -> Result<(), InferError> {
+    match len {
+        Some(len) if len.saturating_sub(header) > limit => Err(InferError::ReplyTooLarge {
+            route: exchange.route.name.clone(),
+            limit,
+        }),
+        _ => Ok(()),
     }
 }
 
@@ -193,33 +251,8 @@ impl BackendReply {
             framing,
             mut body,
         } = self;
-        let (doc, raw, after) = match framing {
-            ReplyFraming::Binary { header_len } => {
-                read_header(exchange, &mut body, header_len).await?
-            }
-            ReplyFraming::Json => {
-                let limits = &exchange.route.limits;
-                let all = body
-                    .collect(
-                        Bytes::new(),
-                        limits.max_response_bytes,
-                        &exchange.route.name,
-                    )
-                    .await?;
-                let parse = {
-                    let all = all.clone();
-                    move || DocParser::parse(DocKind::Response, response_limits(), &all)
-                };
-                let parsed = if all.len() as u64 >= crate::cpu::OFF_THREAD_BYTES {
-                    crate::cpu::off_thread(parse).await
-                } else {
-                    parse()
-                };
-                let doc =
-                    parsed.map_err(|e| bad_response(exchange, MalformedReply::Document(e)))?;
-                (doc, all, Bytes::new())
-            }
-        };
+        let read = read_document(exchange, &parts, framing, &mut body).await;
+        let (doc, raw, after) = read.map_err(|e| body.judged(e))?;
         check_outputs(exchange, &doc)?;
         Ok(ReplyHead {
             parts,
@@ -229,6 +262,38 @@ impl BackendReply {
             stream: body,
         })
     }
+}
+
+/// The reply's document: the JSON header of a binary reply (the rest of
+/// the body left to read), or a JSON reply whole.
+async fn read_document(
+    exchange: Exchange<'_>,
+    parts: &http::response::Parts,
+    framing: ReplyFraming,
+    body: &mut ReplyStream,
+) -> Result<(Document, Bytes, Bytes), InferError> {
+    Ok(match framing {
+        ReplyFraming::Binary { header_len } => read_header(exchange, body, header_len).await?,
+        ReplyFraming::Json => {
+            let limits = &exchange.route.limits;
+            let limit = limits.max_response_bytes;
+            check_declared(exchange, declared_len(parts), 0, limit)?;
+            let all = body
+                .collect(Bytes::new(), limit, &exchange.route.name)
+                .await?;
+            let parse = {
+                let all = all.clone();
+                move || DocParser::parse(DocKind::Response, response_limits(), &all)
+            };
+            let parsed = if all.len() as u64 >= crate::cpu::OFF_THREAD_BYTES {
+                crate::cpu::off_thread(parse).await
+            } else {
+                parse()
+            };
+            let doc = parsed.map_err(|e| bad_response(exchange, MalformedReply::Document(e)))?;
+            (doc, all, Bytes::new())
+        }
+    })
 }
 
 impl ReplyHead {
@@ -242,62 +307,79 @@ impl ReplyHead {
         let ReplyHead {
             parts,
             doc,
+            raw,
             after,
             mut stream,
-            ..
         } = self;
-        let total = doc
-            .binary_sizes()
-            .try_fold(0u64, |sum, (_, size)| sum.checked_add(size))
-            .ok_or_else(|| bad_response(exchange, MalformedReply::SizeOverflow))?;
+        let declared = declared_len(&parts);
         let limit = exchange.route.limits.max_response_bytes;
-        if total > limit {
-            return Err(InferError::ReplyTooLarge {
-                route: exchange.route.name.clone(),
-                limit,
-            });
-        }
-        let mut collector = BinaryCollector::new(&doc);
-        let mut next = Some(after);
-        while let Some(chunk) = next {
-            collector
-                .push(chunk)
-                .map_err(|e| bad_response(exchange, MalformedReply::Framing(e)))?;
-            next = stream.next().await?;
-        }
-        let binary = collector.finish().map_err(|short| {
-            bad_response(
-                exchange,
-                MalformedReply::ShortOutput {
-                    output: doc.tensors[short.tensor].name.clone(),
-                    missing: short.missing_total,
-                },
-            )
-        })?;
-        let mut data: Vec<TensorData> = collect::tensor_data(&doc, binary)
-            .into_iter()
-            .map(|d| d.map_or(TensorData::SharedMemory, TensorData::Pieces))
-            .collect();
-        // BYTES outputs are checked element by element (and joined: every
-        // reader of them wants one buffer).
-        for (t, d) in doc.tensors.iter().zip(data.iter_mut()) {
-            if t.datatype == DataType::Bytes && matches!(t.data, EntryData::Binary { .. }) {
-                let count = t.shape.element_count().unwrap_or(0);
-                let joined = d.joined();
-                bytes_layout::validate(&joined, count).map_err(|source| {
-                    bad_response(
-                        exchange,
-                        MalformedReply::BytesLayout {
-                            output: t.name.clone(),
-                            source,
-                        },
-                    )
-                })?;
-                *d = TensorData::Pieces(vec![joined]);
-            }
-        }
+        check_declared(exchange, declared, raw.len() as u64, limit)?;
+        let data = collect_data(exchange, &doc, after, &mut stream)
+            .await
+            .map_err(|e| stream.judged(e))?;
         Ok((parts, InferReply { header: doc, data }))
     }
+}
+
+/// Every output's data, from `after` (what was read past the header) and
+/// the rest of `stream`.
+async fn collect_data(
+    exchange: Exchange<'_>,
+    doc: &Document,
+    after: Bytes,
+    stream: &mut ReplyStream,
+) -> Result<Vec<TensorData>, InferError> {
+    let total = doc
+        .binary_sizes()
+        .try_fold(0u64, |sum, (_, size)| sum.checked_add(size))
+        .ok_or_else(|| bad_response(exchange, MalformedReply::SizeOverflow))?;
+    let limit = exchange.route.limits.max_response_bytes;
+    if total > limit {
+        return Err(InferError::ReplyTooLarge {
+            route: exchange.route.name.clone(),
+            limit,
+        });
+    }
+    let mut collector = BinaryCollector::new(doc);
+    let mut next = Some(after);
+    while let Some(chunk) = next {
+        collector
+            .push(chunk)
+            .map_err(|e| bad_response(exchange, MalformedReply::Framing(e)))?;
+        next = stream.next().await?;
+    }
+    let binary = collector.finish().map_err(|short| {
+        bad_response(
+            exchange,
+            MalformedReply::ShortOutput {
+                output: doc.tensors[short.tensor].name.clone(),
+                missing: short.missing_total,
+            },
+        )
+    })?;
+    let mut data: Vec<TensorData> = collect::tensor_data(doc, binary)
+        .into_iter()
+        .map(|d| d.map_or(TensorData::SharedMemory, TensorData::Pieces))
+        .collect();
+    // BYTES outputs are checked element by element (and joined: every
+    // reader of them wants one buffer).
+    for (t, d) in doc.tensors.iter().zip(data.iter_mut()) {
+        if t.datatype == DataType::Bytes && matches!(t.data, EntryData::Binary { .. }) {
+            let count = t.shape.element_count().unwrap_or(0);
+            let joined = d.joined();
+            bytes_layout::validate(&joined, count).map_err(|source| {
+                bad_response(
+                    exchange,
+                    MalformedReply::BytesLayout {
+                        output: t.name.clone(),
+                        source,
+                    },
+                )
+            })?;
+            *d = TensorData::Pieces(vec![joined]);
+        }
+    }
+    Ok(data)
 }
 
 fn bad_response(exchange: Exchange<'_>, source: MalformedReply) -> InferError {

@@ -17,6 +17,10 @@ pub const DEFAULT_MAX_FEATURES: usize = 1 << 16;
 pub const DEFAULT_MAX_BATCH_BYTES: usize = 64 << 20;
 /// Largest whole JSON body by default (64 MiB).
 pub const DEFAULT_MAX_BODY_BYTES: usize = 64 << 20;
+/// Most elements of one batch, and most elements the sparse records of one
+/// request may densify to in all, by default (a route's default
+/// `max_elements_per_tensor`).
+pub const DEFAULT_MAX_ELEMENTS: u64 = 16 << 20;
 
 /// How records become batches, and the limits that bound what a body can
 /// make this side buffer or allocate.
@@ -41,6 +45,16 @@ pub struct DecodeConfig {
     /// Largest `application/json` body, which is read whole before its
     /// first batch.
     pub max_body_bytes: usize,
+    /// Most elements of one batch (one backend tensor): batches are cut so
+    /// that they stay within it.
+    pub max_batch_elements: u64,
+    /// Most elements the sparse records of one request may densify to, in
+    /// all, checked before each is densified. Without it 3000 sparse
+    /// records declaring `"shape": [65536]`, 192 KB of JSON, became 786 MB
+    /// of backend requests.
+    pub max_dense_elements: u64,
+    /// Most bytes the sparse records of one request may densify to, in all.
+    pub max_dense_bytes: u64,
 }
 
 impl DecodeConfig {
@@ -54,6 +68,9 @@ impl DecodeConfig {
             max_features: DEFAULT_MAX_FEATURES,
             max_batch_bytes: DEFAULT_MAX_BATCH_BYTES,
             max_body_bytes: DEFAULT_MAX_BODY_BYTES,
+            max_batch_elements: DEFAULT_MAX_ELEMENTS,
+            max_dense_elements: DEFAULT_MAX_ELEMENTS,
+            max_dense_bytes: DEFAULT_MAX_BODY_BYTES as u64,
         }
     }
 
@@ -102,7 +119,7 @@ impl Batch {
 
 /// The batch being filled. Decoders append a record's elements to `buf`,
 /// then call [`Rows::end_row`].
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub(super) struct Rows {
     pub(super) dtype: DataType,
     size: usize,
@@ -110,6 +127,10 @@ pub(super) struct Rows {
     pub(super) max_features: usize,
     batch_records: usize,
     max_batch_bytes: usize,
+    max_batch_elements: u64,
+    /// What sparse records may still densify to (elements, bytes).
+    dense_left: (u64, u64),
+    dense_max: (u64, u64),
     /// Records per batch, once the feature count is known.
     per_batch: usize,
     pub(super) buf: BytesMut,
@@ -131,6 +152,9 @@ impl Rows {
             max_features: config.max_features,
             batch_records: config.batch_records,
             max_batch_bytes: config.max_batch_bytes,
+            max_batch_elements: config.max_batch_elements,
+            dense_left: (config.max_dense_elements, config.max_dense_bytes),
+            dense_max: (config.max_dense_elements, config.max_dense_bytes),
             per_batch: 0,
             buf: BytesMut::new(),
             in_batch: 0,
@@ -149,9 +173,13 @@ impl Rows {
     fn set_features(&mut self, f: usize) {
         self.features = Some(f);
         let row_bytes = f.saturating_mul(self.size).max(1);
+        let by_elements = self.max_batch_elements / (f.max(1) as u64);
+        let by_elements = usize::try_from(by_elements).unwrap_or(usize::MAX);
         self.per_batch = self
             .batch_records
-            .min((self.max_batch_bytes / row_bytes).max(1));
+            .min(self.max_batch_bytes / row_bytes)
+            .min(by_elements)
+            .max(1);
     }
 
     /// Records decoded so far.
@@ -190,6 +218,14 @@ impl Rows {
         self.in_batch += 1;
         self.total += 1;
         Ok(())
+    }
+
+    /// Drops the records gathered so far, keeping what they taught (the
+    /// feature count, the record count, what sparse records may still
+    /// densify to): for a pass that only checks records.
+    pub(super) fn discard(&mut self) {
+        self.buf.clear();
+        self.in_batch = 0;
     }
 
     pub(super) fn full(&self) -> bool {
@@ -247,7 +283,35 @@ impl Rows {
                 values,
             });
         }
+        self.charge_dense(at, size)?;
         self.scatter(at, start, size)
+    }
+
+    /// Takes `size` elements from what the request's sparse records may
+    /// still densify to, before they are.
+    fn charge_dense(&mut self, at: Location, size: usize) -> Result<(), RecordError> {
+        let elements = size as u64;
+        let bytes = elements.saturating_mul(self.size as u64);
+        let (left_elements, left_bytes) = self.dense_left;
+        let (max_elements, max_bytes) = self.dense_max;
+        if elements > left_elements {
+            return Err(RecordError::DenseTooLarge {
+                at,
+                max: max_elements,
+                unit: "elements",
+                limit: "max_elements_per_tensor",
+            });
+        }
+        if bytes > left_bytes {
+            return Err(RecordError::DenseTooLarge {
+                at,
+                max: max_bytes,
+                unit: "bytes",
+                limit: "max_body_bytes",
+            });
+        }
+        self.dense_left = (left_elements - elements, left_bytes - bytes);
+        Ok(())
     }
 
     fn scatter(&mut self, at: Location, start: usize, size: usize) -> Result<(), RecordError> {
@@ -319,6 +383,54 @@ mod tests {
         assert_eq!(Rows::new(&config).per_batch, 3);
         config.max_batch_bytes = 10;
         assert_eq!(Rows::new(&config).per_batch, 1);
+    }
+
+    #[test]
+    fn batches_stay_within_the_element_limit() {
+        let mut config = DecodeConfig::new(DataType::U8);
+        config.features = Some(1000);
+        config.max_batch_elements = 2500;
+        assert_eq!(Rows::new(&config).per_batch, 2);
+        // One record is a batch even past the limit (the feature limit
+        // bounds records).
+        config.max_batch_elements = 10;
+        assert_eq!(Rows::new(&config).per_batch, 1);
+    }
+
+    /// What sparse records densify to is charged to the whole request
+    /// before each is densified: elements, then bytes.
+    #[test]
+    fn densifying_is_bounded_per_request() {
+        let mut config = DecodeConfig::new(DataType::F32);
+        config.max_dense_elements = 25;
+        config.max_dense_bytes = 1000;
+        let mut r = Rows::new(&config);
+        let sparse = |r: &mut Rows, i: u64| {
+            let start = r.buf.len();
+            r.buf.extend_from_slice(&1f32.to_le_bytes());
+            r.keys = vec![0];
+            r.shape = vec![10];
+            r.finish_tensor(Location::Instance(i), start)
+        };
+        sparse(&mut r, 0).unwrap();
+        sparse(&mut r, 1).unwrap();
+        let len = r.buf.len();
+        let e = sparse(&mut r, 2).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "instance 2: the sparse records of this request densify to more than 25 elements, the route's max_elements_per_tensor"
+        );
+        // Refused before the row was written out.
+        assert_eq!(r.buf.len(), len + 4);
+        config.max_dense_elements = 1000;
+        config.max_dense_bytes = 60;
+        let mut r = Rows::new(&config);
+        sparse(&mut r, 0).unwrap();
+        let e = sparse(&mut r, 1).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "instance 1: the sparse records of this request densify to more than 60 bytes, the route's max_body_bytes"
+        );
     }
 
     #[test]

@@ -103,6 +103,17 @@ pub enum RecordError {
     NoRecords,
     #[error("the request body is larger than {max} bytes, the limit for this format")]
     BodyTooLarge { max: usize },
+    /// Sparse records densifying past what one request may make of them:
+    /// `limit` names the bound, `max` its value.
+    #[error(
+        "{at}: the sparse records of this request densify to more than {max} {unit}, the route's {limit}"
+    )]
+    DenseTooLarge {
+        at: Location,
+        max: u64,
+        unit: &'static str,
+        limit: &'static str,
+    },
 }
 
 /// A [`super::DecodeConfig`] that cannot be used.

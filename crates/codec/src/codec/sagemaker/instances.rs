@@ -5,7 +5,10 @@
 //! The body is buffered up to `max_body_bytes` and its JSON syntax checked
 //! whole before the first batch, so a malformed body yields no batch at
 //! all; then one batch is converted per call, so at most one batch of
-//! (possibly densified) data exists at a time.
+//! (possibly densified) data exists at a time. A body with sparse records
+//! (a `"shape"`) is first converted whole without keeping the data, so
+//! that what they densify to is held to the request's bound (and any bad
+//! record found) before the first batch, not part way through the reply.
 
 use bytes::{Bytes, BytesMut};
 
@@ -102,6 +105,9 @@ impl JsonDecoder {
                     Records::List(at) => (at + 1, false),
                     Records::One(at) => (at, true),
                 };
+                if memchr::memmem::find(&body, b"\"shape\"").is_some() {
+                    check_all::<T>(&body, at, single, self.rows.clone())?;
+                }
                 self.state = State::Converting {
                     body,
                     at,
@@ -166,6 +172,35 @@ impl JsonDecoder {
             if self.rows.full() {
                 return Ok(Some((c.i, index)));
             }
+        }
+    }
+}
+
+/// Converts every record from `at` into `rows`, keeping none of the data:
+/// what only the whole body can say (what its sparse records densify to)
+/// is known before the first batch.
+fn check_all<T: Elem>(
+    body: &[u8],
+    at: usize,
+    single: bool,
+    mut rows: Rows,
+) -> Result<(), RecordError> {
+    let mut c = Cursor::new(body, Location::Instance(0));
+    c.i = at;
+    if single {
+        return record::<T>(&mut c, &mut rows);
+    }
+    if c.peek() == Some(b']') {
+        return Ok(());
+    }
+    let mut index = 0;
+    loop {
+        c.at = Location::Instance(index);
+        record::<T>(&mut c, &mut rows)?;
+        rows.discard();
+        index += 1;
+        if c.next_or_close(b']')? {
+            return Ok(());
         }
     }
 }

@@ -127,7 +127,8 @@ pub enum ModelAction {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Control {
-    /// `/v2/repository/models/{m}/load` and `/unload`.
+    /// `/v2/repository/...`: `index` (which lists every model of the
+    /// repository, loaded or not), `models/{m}/load` and `/unload`.
     Repository,
     /// `/v2/systemsharedmemory/...`, `/v2/cudasharedmemory/...`.
     SharedMemory,
@@ -180,7 +181,7 @@ pub enum V2Path {
         kind: Control,
         model: Option<String>,
     },
-    /// Anything else (`/v2/models/stats`, `/v2/repository/index`, unknown).
+    /// Anything else (`/v2/models/stats`, unknown).
     Other,
 }
 
@@ -198,6 +199,10 @@ impl V2Path {
             ["repository", "models", m, "load" | "unload"] => V2Path::Control {
                 kind: Control::Repository,
                 model: Some((*m).to_owned()),
+            },
+            ["repository", ..] => V2Path::Control {
+                kind: Control::Repository,
+                model: None,
             },
             ["systemsharedmemory" | "cudasharedmemory", ..] => V2Path::Control {
                 kind: Control::SharedMemory,
@@ -309,7 +314,6 @@ mod tests {
         assert_eq!(parse("/v2/models/m/infer/extra"), model("m", None, Other));
         assert_eq!(parse("/v2/models/"), V2Path::Other);
         assert_eq!(parse("/v2/models/stats"), V2Path::Other);
-        assert_eq!(parse("/v2/repository/index"), V2Path::Other);
         assert_eq!(parse("/invocations"), V2Path::Other);
         assert_eq!(parse("/v2x"), V2Path::Other);
         assert!(parse("/v2/models/m/infer").is_infer());
@@ -362,6 +366,9 @@ mod tests {
             parse("/v2/cudasharedmemory/status"),
             c(Control::SharedMemory, None)
         );
+        // The index lists every model of the repository, loaded or not.
+        assert_eq!(parse("/v2/repository/index"), c(Control::Repository, None));
+        assert_eq!(parse("/v2/repository"), c(Control::Repository, None));
         assert_eq!(parse("/v2/logging"), c(Control::Logging, None));
         assert_eq!(parse("/v2/trace/setting"), c(Control::Trace, None));
         assert_eq!(

@@ -124,3 +124,35 @@ fn the_body_limit_holds_while_feeding() {
     );
     assert_eq!(dec.finish().unwrap_err(), err);
 }
+
+/// Sparse records are held to what one request may densify to before the
+/// first batch: 3000 records of `"shape": [65536]` (192 KB of JSON) used
+/// to become 786 MB of batches; now the first `finish` refuses them.
+#[test]
+fn sparse_records_are_bounded_before_the_first_batch() {
+    let record = r#"{"data": {"features": {"values": [1.5], "keys": [7], "shape": [65536]}}}"#;
+    let body = format!("{{\"instances\": [{}]}}", vec![record; 3000].join(","));
+    assert!(body.len() < 250_000);
+    let config = DecodeConfig::new(DataType::F32);
+    let mut dec = JsonDecoder::new(&config).unwrap();
+    dec.feed(body.as_bytes()).unwrap();
+    let err = dec.finish().unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "instance 256: the sparse records of this request densify to more than 16777216 elements, the route's max_elements_per_tensor"
+    );
+    // Within the bound they densify, in batches within the element limit.
+    let body = format!("{{\"instances\": [{}]}}", vec![record; 256].join(","));
+    let mut config = DecodeConfig::new(DataType::F32);
+    config.max_batch_elements = 100 * 65536;
+    let batches = decode(&config, &body).unwrap();
+    let records: Vec<usize> = batches.iter().map(|b| b.records).collect();
+    assert_eq!(records, [100, 100, 56]);
+    assert_eq!(batches[0].data.len(), 100 * 65536 * 4);
+    // A bad record after the sparse ones is found before the first batch.
+    let body = format!("{{\"instances\": [{record}, [1, 2]]}}");
+    assert_eq!(
+        decode(&DecodeConfig::new(DataType::F32), &body).unwrap_err(),
+        "instance 1: 2 features, expected 65536"
+    );
+}
