@@ -9,6 +9,8 @@
 #     (scripts/image.sh);
 #   - chromium (Debian), the real browser the status page is tested in
 #     (tests/status/check_page.py);
+#   - redis-server (Debian), which tests/shared_limits.rs starts on
+#     127.0.0.1 for the rate limits several gateways share;
 #   - cargo-deny (pinned, `cargo install`), for the dependency policy;
 #   - Python venvs under ${TENSORGATE_CACHE_DIR:-~/.cache/tensorgate}: a real
 #     Triton 2.51 with tritonclient, KServe 0.21, the SageMaker SDK with
@@ -85,6 +87,13 @@ if [ "${#bench_packages[@]}" -gt 0 ]; then
       kill -TERM "$pid"
     fi
   done
+fi
+
+# tests/shared_limits.rs starts its own Redis on 127.0.0.1; the package's
+# service (127.0.0.1:6379) is not started.
+if ! command -v redis-server >/dev/null 2>&1; then
+  deny_service_starts
+  apt_install redis-server
 fi
 
 # The official Decthings client (a dev-dependency) reaches OpenSSL through

@@ -10,7 +10,12 @@
 #      (scripts/triton-pair.sh) and a KServe 0.21 server (HTTP and gRPC) started on
 #      127.0.0.1 (scripts/triton-backend.sh, scripts/kserve-backend.sh), then every
 #      cargo test: unit, integration against the embedded demo and scripted
-#      backends, and conformance against the real servers;
+#      backends, and conformance against the real servers; among them
+#      tests/shared_limits.rs (three gateway processes sharing rate limits
+#      through a redis-server it starts on 127.0.0.1, Redis stopped and
+#      started mid-run) and tests/queue_balancing.rs (two gateway processes
+#      balancing on the Triton pair's own queues, read from their metrics
+#      ports);
 #      the codec property tests are then soaked at 20,000 cases;
 #   3. promtool on a real /metrics scrape after traffic;
 #   4. deploy/ manifests, dashboard and Dockerfile checks;
@@ -87,7 +92,7 @@ else
 fi
 if out=$(bash scripts/triton-pair.sh start); then
   eval "$out"
-  export TENSORGATE_TRITON_URLS
+  export TENSORGATE_TRITON_URLS TENSORGATE_TRITON_METRICS_URLS
 else
   echo "the Triton pair (replica tests) did not start" >&2
   [ -n "${CI:-}" ] && exit 1

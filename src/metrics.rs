@@ -8,6 +8,7 @@
 #[cfg(target_os = "linux")]
 mod process;
 mod replicas;
+mod store;
 pub mod window;
 
 use std::collections::HashMap;
@@ -16,6 +17,7 @@ use std::sync::{Arc, OnceLock, RwLock};
 pub use replicas::{
     REPLICA_STATES, RETRY_OUTCOMES, ReplicaFamilies, ReplicaSeries, ReplicaState, SHADOW_OUTCOMES,
 };
+pub use store::{STORE_ERROR_KINDS, STORE_POLICIES, StoreFamilies};
 
 use crate::error::UpstreamKind;
 use prometheus::{
@@ -165,6 +167,8 @@ pub struct MetricFamilies {
     pub config_hash: prometheus::Gauge,
     /// Replicas, retries, DNS and shadow traffic.
     pub replicas: ReplicaFamilies,
+    /// The shared rate-limit store.
+    pub store: StoreFamilies,
     /// Requests whose key matched, by route and key name.
     pub authenticated: IntCounterVec,
     /// Requests refused for their credentials, by route and reason.
@@ -336,6 +340,7 @@ impl Metrics {
                 g
             },
             replicas: ReplicaFamilies::register(r)?,
+            store: StoreFamilies::register(r)?,
         })))
     }
 

@@ -111,7 +111,10 @@ backend = "triton"
     let after = sent(admin, &urls).await;
     let spread = [after[0] - before[0], after[1] - before[1]];
     println!("400 simple infers over two Tritons: {spread:?}");
-    assert!(spread.iter().all(|&n| n >= 400.0 * 0.35), "{spread:?}");
+    // Both take part. Not an even split: the picker prefers the replica
+    // with fewer requests outstanding, so on a loaded machine the Triton
+    // that happens to answer faster takes more (271 / 129 seen in a CI run).
+    assert!(spread.iter().all(|&n| n >= 400.0 * 0.2), "{spread:?}");
 
     repository(&urls[0], "simple", "unload").await;
     tokio::time::sleep(interval + Duration::from_millis(300)).await;

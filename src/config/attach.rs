@@ -46,5 +46,6 @@ pub(super) fn config(
         backends,
         routes: routes.into_iter().map(Arc::new).collect(),
         tracing: None,
+        rate_limit_store: None,
     }
 }

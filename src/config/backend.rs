@@ -44,6 +44,10 @@ pub struct Backend {
     /// Sending a request again on another replica, and the budget that
     /// bounds it.
     pub retries: Retries,
+    /// Balancing on the replicas' own queues, read from their metrics
+    /// endpoints (`metrics_url`); `None`: on this gateway's outstanding
+    /// requests alone.
+    pub queue: Option<QueueSignal>,
     /// The models the routes sending to this backend list (set by the
     /// loader from `[[routes]]`, not a key of its own): the health checks
     /// follow them from the start.
@@ -159,6 +163,61 @@ impl Default for Retries {
     }
 }
 
+/// `metrics_url` and its timing: each replica's Prometheus endpoint is
+/// read every `interval` for Triton's queue metrics per model, which the
+/// replica picker adds to its outstanding count.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct QueueSignal {
+    pub source: MetricsSource,
+    /// Time between two scrapes of each replica.
+    pub interval: Duration,
+    /// Longest a scrape may take; a slower endpoint counts as broken.
+    /// Without it one hung endpoint would hold the next round.
+    pub timeout: Duration,
+    /// Scraped values older than this are ignored (the replica is then
+    /// compared on outstanding requests alone). Without it a broken
+    /// endpoint's last queue would steer traffic forever.
+    pub stale_after: Duration,
+}
+
+impl QueueSignal {
+    pub const DEFAULT_INTERVAL: Duration = Duration::from_secs(1);
+    pub const DEFAULT_TIMEOUT: Duration = Duration::from_millis(500);
+    /// `stale_after` when not set: three intervals.
+    pub fn default_stale_after(interval: Duration) -> Duration {
+        interval.saturating_mul(3)
+    }
+}
+
+/// Where each replica's metrics are.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum MetricsSource {
+    /// One URL for every replica, `{host}` standing for the replica's host
+    /// (`http://{host}:8002/metrics`: Triton's default metrics port).
+    Template(String),
+    /// One URL per entry of `urls`, in the same order.
+    Urls(Vec<http::Uri>),
+}
+
+impl MetricsSource {
+    /// The metrics URL of the replica at `base`, the `index`th configured
+    /// URL (`None` for a DNS replica).
+    pub fn url_for(&self, base: &http::Uri, index: Option<usize>) -> Option<http::Uri> {
+        match self {
+            MetricsSource::Template(t) => {
+                let host = base.host()?;
+                let host = if host.contains(':') && !host.starts_with('[') {
+                    format!("[{host}]")
+                } else {
+                    host.to_owned()
+                };
+                t.replace("{host}", &host).parse().ok()
+            }
+            MetricsSource::Urls(urls) => urls.get(index?).cloned(),
+        }
+    }
+}
+
 impl Backend {
     /// The most replicas a backend may have: bounds connection pools and
     /// the `replica` metric label.
@@ -194,6 +253,7 @@ impl Backend {
             },
             ejection: Ejection::default(),
             retries: Retries::default(),
+            queue: None,
             models: Vec::new(),
         }
     }

@@ -20,6 +20,7 @@ mod load;
 mod raw;
 mod route;
 mod server;
+mod store;
 mod tls;
 pub mod tracing;
 mod validate;
@@ -29,12 +30,16 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 pub use access::{Rate, RateLimit, Rates, RouteAuth};
-pub use backend::{Backend, DnsName, Ejection, HealthChecks, Protocol, Replicas, Retries};
+pub use backend::{
+    Backend, DnsName, Ejection, HealthChecks, MetricsSource, Protocol, QueueSignal, Replicas,
+    Retries,
+};
 pub use error::{ConfigError, ConfigErrors};
 pub use frontends::{DecthingsRoute, MultipleTensors, SageMakerOutput, SageMakerRoute};
 pub use load::{from_str, from_str_in, load_file};
 pub use route::{Control, Route, Shadow, Weighted, WireFormat};
 pub use server::{DEFAULT_ADMIN_LISTEN, DEFAULT_LISTEN, Limits, Readyz, ServerConfig};
+pub use store::{OnStoreError, RateLimitStore, StoreUrl};
 pub use tls::{BackendTls, ClientAuth, Identity, PemFile, ServerTls, ServerTlsFiles};
 pub use tracing::Tracing;
 
@@ -47,6 +52,9 @@ pub struct Config {
     pub routes: Vec<Arc<Route>>,
     /// `[tracing]`: OpenTelemetry traces, when on.
     pub tracing: Option<Tracing>,
+    /// `[rate_limit_store]`: the buckets shared with other gateways;
+    /// `None`, each gateway keeps its own.
+    pub rate_limit_store: Option<RateLimitStore>,
 }
 
 impl Config {

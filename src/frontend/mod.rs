@@ -195,11 +195,18 @@ pub trait Services: Sync + std::fmt::Debug {
     /// Binds the request to `route` serving `model`: observed under the
     /// route, its caller checked against the route's keys (from `head`)
     /// with the request's token taken, and its backend chosen.
+    /// (Boxed: the trait is used as `dyn Services`; a Decthings call,
+    /// the only caller, pays for one box.)
     fn bind<'a>(
         &'a self,
         route: &'a Arc<Route>,
         model: &str,
         head: &Parts,
         obs: &'a Observation,
-    ) -> Result<Exchange<'a>, Error>;
+    ) -> Binding<'a>;
 }
+
+/// What [`Services::bind`] comes to: the exchange, once the caller's
+/// limits (which may be shared with other gateways) have answered.
+pub type Binding<'a> =
+    std::pin::Pin<Box<dyn std::future::Future<Output = Result<Exchange<'a>, Error>> + Send + 'a>>;

@@ -20,31 +20,42 @@ impl Gateway {
     /// `obs`) and, for a key, takes the request's token. A SigV4 signature
     /// (taken only where `sigv4_here`) comes back as a [`Claim`] to verify
     /// over the body, and the token is taken then.
-    pub fn authorize_head(
+    pub async fn authorize_head(
         &self,
         route: &Route,
         headers: &HeaderMap,
         sigv4_here: bool,
         obs: &Observation,
     ) -> Result<Option<Claim>, Error> {
-        let verdict =
-            check(route, headers, sigv4_here, unix_now()).map_err(|problem| Unauthorized {
-                route: Some(route.name.clone()),
-                problem,
-            })?;
-        match verdict {
+        match self.check_head(route, headers, sigv4_here)? {
             Checked::Key(key) => {
-                self.admit_caller(route, key, obs)?;
+                self.admit_caller(route, key, obs).await?;
                 Ok(None)
             }
             Checked::SigV4(claim) => Ok(Some(claim)),
         }
     }
 
+    /// What the credentials in `headers` come to on `route`.
+    pub fn check_head(
+        &self,
+        route: &Route,
+        headers: &HeaderMap,
+        sigv4_here: bool,
+    ) -> Result<Checked, Error> {
+        check(route, headers, sigv4_here, unix_now()).map_err(|problem| {
+            Unauthorized {
+                route: Some(route.name.clone()),
+                problem,
+            }
+            .into()
+        })
+    }
+
     /// Records who is calling on `route` (the `key` label, the access
     /// log) and takes one request token from the route's and the key's
     /// buckets.
-    pub fn admit_caller(
+    pub async fn admit_caller(
         &self,
         route: &Route,
         key: Option<Arc<str>>,
@@ -56,7 +67,9 @@ impl Gateway {
             limiter: limiter.clone(),
         });
         match limiter {
-            Some(l) => Ok(l.admit(key.as_ref(), Unit::Requests, 1, Instant::now())?),
+            Some(l) => Ok(l
+                .admit(key.as_ref(), Unit::Requests, 1, Instant::now())
+                .await?),
             None => Ok(()),
         }
     }

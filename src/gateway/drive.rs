@@ -25,13 +25,14 @@ use super::Gateway;
 use super::dispatch::{self, Endpoint};
 use crate::config::{Config, Route};
 use crate::error::{DeadlineExceeded, Error};
-use crate::frontend::{BodyPlan, Call, Frontend, Payload, Routing, Services, Target, v2};
+use crate::frontend::{Binding, BodyPlan, Call, Frontend, Payload, Routing, Services, Target, v2};
+use crate::guard::Checked;
 use crate::guard::Unauthorized;
 use crate::guard::sigv4::Claim;
 use crate::http::body::Body;
 use crate::http::client_body::{self, ClientBody};
 use crate::http::headers::strip_credentials;
-use crate::infer::{Exchange, split};
+use crate::infer::split;
 use crate::observe::{Observation, Start, ensure_request_id, traced_request_id};
 use std::future::Future;
 use std::pin::Pin;
@@ -142,7 +143,9 @@ impl Gateway {
                 let mut claim = None;
                 if f.guarded() {
                     self.enter_client(&head, obs)?;
-                    claim = self.authorize_head(route, &head.headers, f.sigv4(), obs)?;
+                    claim = self
+                        .authorize_head(route, &head.headers, f.sigv4(), obs)
+                        .await?;
                     if claim.is_none() {
                         self.admit(obs).await?;
                     }
@@ -262,7 +265,8 @@ impl Gateway {
                 problem,
             })?;
         drop(held);
-        self.admit_caller(route, Some(claim.key().clone()), obs)?;
+        self.admit_caller(route, Some(claim.key().clone()), obs)
+            .await?;
         Ok(Payload::Read(body))
     }
 }
@@ -278,10 +282,16 @@ impl Services for Gateway {
         model: &str,
         head: &Parts,
         obs: &'a Observation,
-    ) -> Result<Exchange<'a>, Error> {
+    ) -> Binding<'a> {
         obs.bind(route, model);
-        self.authorize_head(route, &head.headers, false, obs)?;
-        Ok(self.exchange(route, obs)?)
+        let checked = self.check_head(route, &head.headers, false);
+        Box::pin(async move {
+            // SigV4 is not taken here: the check gives a key or fails.
+            if let Checked::Key(key) = checked? {
+                self.admit_caller(route, key, obs).await?;
+            }
+            Ok(self.exchange(route, obs)?)
+        })
     }
 }
 

@@ -248,7 +248,7 @@ impl Gateway {
             pipeline,
             serving,
             prefixes: dispatch::Prefixes::new(&config),
-            limits: registry.table(&config),
+            limits: registry.table(&config, Some(&metrics)),
             registry,
             config,
             clients,

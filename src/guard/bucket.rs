@@ -54,19 +54,25 @@ impl Bucket {
     /// Takes `n` tokens at `now` if the bucket has them.
     pub fn take(&self, n: u64, now: Instant) -> Take {
         let mut s = self.lock();
-        let n = n as f64;
-        if n > s.rate.burst as f64 {
-            return Take::Never;
+        let verdict = s.refill(n, now);
+        if verdict == Take::Ok {
+            s.tokens -= n as f64;
         }
-        let elapsed = now.saturating_duration_since(s.last).as_secs_f64();
-        s.tokens = (s.tokens + elapsed * s.rate.per_second).min(s.rate.burst as f64);
-        s.last = s.last.max(now);
-        if s.tokens >= n {
-            s.tokens -= n;
-            Take::Ok
-        } else {
-            Take::Wait(Duration::from_secs_f64((n - s.tokens) / s.rate.per_second))
-        }
+        verdict
+    }
+
+    /// Whether `n` tokens could be taken at `now`, taking none.
+    pub fn peek(&self, n: u64, now: Instant) -> Take {
+        self.lock().refill(n, now)
+    }
+
+    /// Takes `n` tokens at `now` whatever it holds, down to empty: what a
+    /// local copy of a shared bucket does when the store admitted a
+    /// request.
+    pub fn drain(&self, n: u64, now: Instant) {
+        let mut s = self.lock();
+        s.refill(n, now);
+        s.tokens = (s.tokens - n as f64).max(0.0);
     }
 
     /// Gives back tokens taken for a request another bucket refused.
@@ -81,6 +87,26 @@ impl Bucket {
         self.state
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+impl State {
+    /// Adds the tokens earned since the last call; whether `n` are there.
+    fn refill(&mut self, n: u64, now: Instant) -> Take {
+        let n = n as f64;
+        if n > self.rate.burst as f64 {
+            return Take::Never;
+        }
+        let elapsed = now.saturating_duration_since(self.last).as_secs_f64();
+        self.tokens = (self.tokens + elapsed * self.rate.per_second).min(self.rate.burst as f64);
+        self.last = self.last.max(now);
+        if self.tokens >= n {
+            Take::Ok
+        } else {
+            Take::Wait(Duration::from_secs_f64(
+                (n - self.tokens) / self.rate.per_second,
+            ))
+        }
     }
 }
 
@@ -113,6 +139,17 @@ mod tests {
             .filter(|i| b.take(1, ms(*i)) == Take::Ok)
             .count();
         assert_eq!(taken, 103);
+    }
+
+    #[test]
+    fn peeking_takes_nothing_and_draining_stops_at_empty() {
+        let t0 = Instant::now();
+        let b = Bucket::new(rate(10.0, 2), t0);
+        assert_eq!(b.peek(2, t0), Take::Ok);
+        assert_eq!(b.peek(2, t0), Take::Ok, "a peek takes nothing");
+        b.drain(5, t0);
+        assert_eq!(b.peek(1, t0), Take::Wait(Duration::from_millis(100)));
+        assert_eq!(b.peek(3, t0), Take::Never);
     }
 
     #[test]

@@ -38,6 +38,7 @@ pub mod clients;
 mod error;
 pub mod limits;
 pub mod sigv4;
+pub mod store;
 pub mod unverified;
 
 use std::sync::Arc;

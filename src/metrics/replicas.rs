@@ -5,10 +5,11 @@
 //! to.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use prometheus::{
-    Histogram, HistogramVec, IntCounter, IntCounterVec, IntGauge, IntGaugeVec, Opts, Registry,
+    Gauge, GaugeVec, Histogram, HistogramVec, IntCounter, IntCounterVec, IntGauge, IntGaugeVec,
+    Opts, Registry,
 };
 
 use super::{LATENCY_BUCKETS, REPLICA_ERROR_KINDS};
@@ -48,6 +49,9 @@ pub struct ReplicaFamilies {
     pub dns: IntCounterVec,
     pub shadow: IntCounterVec,
     pub shadow_duration: HistogramVec,
+    pub queue_pending: IntGaugeVec,
+    pub queue_waiting: GaugeVec,
+    pub scrapes: IntCounterVec,
     /// Holders of each replica's series: (backend, replica) → count.
     holders: Arc<Mutex<HashMap<(String, String), usize>>>,
 }
@@ -131,6 +135,28 @@ impl ReplicaFamilies {
                 "Time from sending a mirrored request to the end of the shadow backend's reply.",
                 &["route", "backend"],
             )?,
+            queue_pending: gauge(
+                r,
+                "tensorgate_replica_queue_pending",
+                "Requests pending in the replica's own queue, all models, as its metrics endpoint said at the last scrape (backends with metrics_url).",
+                replica,
+            )?,
+            queue_waiting: {
+                let g = GaugeVec::new(
+                    Opts::new(
+                        "tensorgate_replica_queue_waiting",
+                        "Requests the replica picker counts as waiting in the replica's own queue (all models; the larger of the pending count and queued time per compute time), 0 once the last scrape is stale (backends with metrics_url).",
+                    ),
+                    replica,
+                )?;
+                r.register(Box::new(g.clone()))?;
+                g
+            },
+            scrapes: counter(
+                "tensorgate_replica_metrics_scrapes_total",
+                "Scrapes of a replica's metrics endpoint (backends with metrics_url): result=ok or failed (no answer within metrics_timeout, not 200, or too large).",
+                &["backend", "replica", "result"],
+            )?,
             holders: Arc::default(),
         })
     }
@@ -157,6 +183,7 @@ impl ReplicaFamilies {
             state: REPLICA_STATES.map(|s| self.state.with_label_values(&[backend, replica, s])),
             ejections: self.ejections.with_label_values(&l),
             models_not_ready: self.models_not_ready.with_label_values(&l),
+            queue: OnceLock::new(),
             families: self.clone(),
             key,
         };
@@ -187,6 +214,11 @@ impl ReplicaFamilies {
         let _ = self.duration.remove_label_values(&l);
         let _ = self.ejections.remove_label_values(&l);
         let _ = self.models_not_ready.remove_label_values(&l);
+        let _ = self.queue_pending.remove_label_values(&l);
+        let _ = self.queue_waiting.remove_label_values(&l);
+        for result in SCRAPE_RESULTS {
+            let _ = self.scrapes.remove_label_values(&[l[0], l[1], result]);
+        }
         for k in REPLICA_ERROR_KINDS {
             let _ = self.errors.remove_label_values(&[l[0], l[1], k.label()]);
         }
@@ -207,11 +239,50 @@ pub struct ReplicaSeries {
     state: [IntGauge; REPLICA_STATES.len()],
     pub ejections: IntCounter,
     pub models_not_ready: IntGauge,
+    /// Made at the first scrape (only backends with `metrics_url` have
+    /// these series).
+    queue: OnceLock<QueueSeries>,
     families: ReplicaFamilies,
     key: (String, String),
 }
 
+/// The `result` values of `tensorgate_replica_metrics_scrapes_total`.
+pub const SCRAPE_RESULTS: [&str; 2] = ["ok", "failed"];
+
+/// A replica's queue series.
+#[derive(Debug)]
+struct QueueSeries {
+    pending: IntGauge,
+    waiting: Gauge,
+    scrapes: [IntCounter; 2],
+}
+
 impl ReplicaSeries {
+    fn queue(&self) -> &QueueSeries {
+        self.queue.get_or_init(|| {
+            let (b, r) = (self.key.0.as_str(), self.key.1.as_str());
+            let f = &self.families;
+            QueueSeries {
+                pending: f.queue_pending.with_label_values(&[b, r]),
+                waiting: f.queue_waiting.with_label_values(&[b, r]),
+                scrapes: SCRAPE_RESULTS.map(|res| f.scrapes.with_label_values(&[b, r, res])),
+            }
+        })
+    }
+
+    /// Records a scrape: whether it worked, and the thousandths of a
+    /// request the picker now counts as waiting (all models).
+    pub fn scraped(&self, ok: bool, waiting_milli: u64) {
+        let q = self.queue();
+        q.scrapes[usize::from(!ok)].inc();
+        q.waiting.set(waiting_milli as f64 / 1000.0);
+    }
+
+    /// Records the pending count the last page gave (all models).
+    pub fn queue_pending(&self, pending: i64) {
+        self.queue().pending.set(pending);
+    }
+
     /// Counts a failed exchange of `kind` (one of [`REPLICA_ERROR_KINDS`]).
     pub fn error(&self, kind: UpstreamKind) {
         if let Some(i) = REPLICA_ERROR_KINDS.iter().position(|k| *k == kind) {

@@ -224,7 +224,7 @@ impl Observation {
 
     /// Charges `n` tensor elements to the caller's element limits (route
     /// and key), if any: the request is refused when they would overdraw.
-    pub fn charge_elements(&self, n: u64) -> Result<(), Refusal> {
+    pub async fn charge_elements(&self, n: u64) -> Result<(), Refusal> {
         let Some(caller) = self.inner.caller.get() else {
             return Ok(());
         };
@@ -234,7 +234,9 @@ impl Observation {
         if !limiter.limits_elements(caller.key.as_ref()) {
             return Ok(());
         }
-        limiter.admit(caller.key.as_ref(), Unit::Elements, n, Instant::now())
+        limiter
+            .admit(caller.key.as_ref(), Unit::Elements, n, Instant::now())
+            .await
     }
 
     fn route(&self) -> &str {

@@ -6,7 +6,9 @@
 //! have its model ready ([`models`]); when the connection failed before
 //! anything was sent, or the request is safe to repeat, it is sent again
 //! to another replica ([`send`]) within the backend's retry budget
-//! ([`budget`]). DNS backends re-resolve their replicas ([`dns`]). Also
+//! ([`budget`]). With `metrics_url`, each replica's own queue (read from
+//! its metrics by [`scrape`] into [`queue`]) is added to its outstanding
+//! count. DNS backends re-resolve their replicas ([`dns`]). Also
 //! here: connect and response-head timeouts, bounded pauses in every
 //! streamed body ([`body`]), the mapping of failures to gateway errors
 //! (`failure`, [`UpstreamError`]), what a reply says about its replica
@@ -33,9 +35,11 @@ mod health;
 pub mod location;
 mod models;
 mod pick;
+mod queue;
 mod ready;
 mod replica;
 mod retry;
+mod scrape;
 mod send;
 mod set;
 mod verdict;
@@ -361,6 +365,10 @@ fn start_tasks(inner: &Arc<Inner>) {
             max: *max_replicas,
         };
         tasks.push(rt.spawn(dns::run(weak.clone(), job)).abort_handle());
+    }
+    if let Some(signal) = &inner.backend.queue {
+        let job = scrape::run(weak.clone(), signal.clone());
+        tasks.push(rt.spawn(job).abort_handle());
     }
     if inner.backend.health.enabled {
         let wake = inner.wake.clone();

@@ -1,7 +1,8 @@
 //! Choices made per request without a shared lock: a small random number
 //! generator per thread, the power of two choices (of two random eligible
-//! replicas, the one with fewer requests outstanding — a slow replica
-//! builds up outstanding requests and so gets fewer new ones), and a
+//! replicas, the one with the lower load — requests outstanding here,
+//! plus, with `metrics_url`, those waiting in the replica's own queue: a
+//! slow replica builds up both and so gets fewer new ones), and a
 //! weighted choice for traffic splits.
 
 use std::cell::Cell;
@@ -39,10 +40,10 @@ pub fn below(n: u64) -> u64 {
 /// Of the `n` items for which `eligible` holds, two picked at random (one
 /// when there is only one); the one with the lower `load`. `None` when no
 /// item is eligible. Scans at most three times, allocates nothing.
-pub fn two_choices(
+pub fn two_choices<L: Ord>(
     n: usize,
     eligible: impl Fn(usize) -> bool,
-    load: impl Fn(usize) -> usize,
+    load: impl Fn(usize) -> L,
 ) -> Option<usize> {
     let count = (0..n).filter(|&i| eligible(i)).count();
     let nth = |k: usize| (0..n).filter(|&i| eligible(i)).nth(k);

@@ -17,6 +17,7 @@ use tokio::time::Instant;
 use super::UpstreamError;
 use super::connector::{Connector, connector};
 use super::health::Health;
+use super::queue::Queue;
 use crate::config::{Backend, Protocol, ServerConfig};
 use crate::error::UpstreamKind;
 use crate::http::body::Body;
@@ -42,6 +43,8 @@ pub struct Replica {
     slots: Arc<Semaphore>,
     in_flight: AtomicUsize,
     pub health: Health,
+    /// Its queue as its own metrics say (with `metrics_url`).
+    pub queue: Queue,
     /// Checked models it reported ready / not ready, by model slot.
     ready: Bits,
     not_ready: Bits,
@@ -100,6 +103,7 @@ impl Replica {
             slots: Arc::new(Semaphore::new(backend.max_connections.max(1))),
             in_flight: AtomicUsize::new(0),
             health: Health::default(),
+            queue: Queue::new(model_slots),
             ready: Bits::new(model_slots),
             not_ready: Bits::new(model_slots),
             window: Window::default(),

@@ -243,7 +243,20 @@ impl Upstream {
     ) -> Result<usize, UpstreamError> {
         let now = now_ms();
         let n = replicas.len();
-        let load = |i: usize| replicas[i].in_flight();
+        // Outstanding requests here, plus (with `metrics_url`) those the
+        // replica says wait in its queue, in thousandths of a request.
+        let stale_ms = self.backend.queue.as_ref().map_or(0, |q| {
+            u64::try_from(q.stale_after.as_millis()).unwrap_or(u64::MAX)
+        });
+        let slot = tracked.map(|t| t.slot);
+        let load = |i: usize| {
+            let r = &replicas[i];
+            let own = (r.in_flight() as u64).saturating_mul(1000);
+            match stale_ms {
+                0 => own,
+                _ => own.saturating_add(r.queue.waiting(slot, now, stale_ms)),
+            }
+        };
         let healthy = |i: usize| {
             let r = &replicas[i];
             r.health.show(now, r.series.as_ref());

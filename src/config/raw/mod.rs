@@ -17,7 +17,7 @@ pub use collect::{Stage1, parse};
 pub use shape::{Table, Word};
 pub use values::*;
 
-use super::{ClientAuth, Control, MultipleTensors, Readyz, WireFormat};
+use super::{ClientAuth, Control, MultipleTensors, OnStoreError, Readyz, WireFormat};
 
 /// The file. Absent tables deserialize with every key absent. Sub-tables
 /// are [`Table`]s and enum values [`Word`]s, for their error messages.
@@ -29,6 +29,7 @@ pub struct RawConfig {
     pub backends: BTreeMap<String, Table<RawBackend>>,
     pub routes: Vec<Table<RawRoute>>,
     pub tracing: Option<Table<RawTracing>>,
+    pub rate_limit_store: Option<Table<RawStore>>,
 }
 
 /// `[tracing]`.
@@ -45,6 +46,17 @@ pub struct RawTracing {
     pub batch_delay: Option<Timeout>,
     pub export_timeout: Option<Timeout>,
     pub headers: BTreeMap<String, String>,
+}
+
+/// `[rate_limit_store]`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RawStore {
+    pub url: Option<StoreUrlValue>,
+    pub on_store_error: Option<Word<OnStoreError>>,
+    pub timeout: Option<Timeout>,
+    pub probe_interval: Option<Timeout>,
+    pub key_prefix: Option<Name>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -122,6 +134,21 @@ pub struct RawBackend {
     pub max_retries: Option<Count<u32>>,
     pub retry_budget: Option<Fraction>,
     pub min_retries_per_second: Option<Count<u32>>,
+    pub metrics_url: Option<MetricsUrl>,
+    pub metrics_interval: Option<Timeout>,
+    pub metrics_timeout: Option<Timeout>,
+    pub metrics_stale_after: Option<Timeout>,
+}
+
+/// `metrics_url`: one URL (a template with `{host}`) or one per `urls`.
+#[derive(Debug, Deserialize)]
+#[serde(
+    untagged,
+    expecting = "a URL like \"http://{host}:8002/metrics\" or a list of URLs, one per entry of urls"
+)]
+pub enum MetricsUrl {
+    One(String),
+    Many(Vec<String>),
 }
 
 #[derive(Debug, Default, Deserialize)]

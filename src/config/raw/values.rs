@@ -98,6 +98,14 @@ checked_string!(
 );
 
 checked_string!(
+    /// `rate_limit_store.url`.
+    #[derive(Clone, Debug)]
+    StoreUrlValue(crate::config::StoreUrl),
+    "a redis://HOST:PORT URL",
+    |s| crate::config::StoreUrl::parse(s)
+);
+
+checked_string!(
     /// `dns`: a `host:port` to resolve.
     #[derive(Clone, Debug)]
     DnsHost(backend::DnsName),

@@ -233,5 +233,18 @@ fn example_access_blocks_load_when_uncommented() {
     assert_eq!((t.sample_ratio, t.parent_based), (0.05, true));
     assert_eq!((t.max_queue_spans, t.max_batch_spans), (2048, 512));
     assert_eq!(t.headers["x-api-key"], "...");
+    let store = c.rate_limit_store.as_ref().unwrap();
+    assert_eq!(store.url.to_string(), "redis://127.0.0.1:6379");
+    assert_eq!(store.on_store_error, crate::config::OnStoreError::Local);
+    assert_eq!(
+        *store,
+        crate::config::RateLimitStore::new(store.url.clone())
+    );
+    let queue = c.backends["triton"].queue.as_ref().unwrap();
+    assert_eq!(
+        queue.source,
+        crate::config::MetricsSource::Template("http://{host}:8002/metrics".into())
+    );
+    assert_eq!(queue.stale_after, std::time::Duration::from_secs(3));
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -7,6 +7,7 @@ mod errors;
 mod frontends;
 mod keys;
 mod replicas;
+mod scale;
 mod tls;
 mod tracing;
 

@@ -3,8 +3,8 @@
 //! that only make sense together.
 
 use super::{Check, apply};
-use crate::config::raw::RawBackend;
-use crate::config::{Backend, Readyz, Replicas};
+use crate::config::raw::{MetricsUrl, RawBackend};
+use crate::config::{Backend, MetricsSource, QueueSignal, Readyz, Replicas};
 
 impl Check<'_> {
     /// Builds backend `name`, reporting every problem in it; `None` when it
@@ -61,6 +61,7 @@ impl Check<'_> {
         set(b.max_retries.map(|v| v.0), &mut r.max);
         set(b.retry_budget.map(|v| v.0), &mut r.budget_permille);
         set(b.min_retries_per_second.map(|v| v.0), &mut r.min_per_second);
+        backend.queue = self.queue_signal(&key, &b, &backend.replicas);
         if backend.health.timeout > backend.health.interval {
             let message = format!(
                 "{:?} must not be longer than health_interval ({:?})",
@@ -149,6 +150,112 @@ impl Check<'_> {
         }
         Some(Replicas::Urls(urls))
     }
+}
+
+impl Check<'_> {
+    /// `metrics_url` and its timing keys.
+    fn queue_signal(
+        &mut self,
+        key: &str,
+        b: &RawBackend,
+        replicas: &Replicas,
+    ) -> Option<QueueSignal> {
+        let timing = [
+            ("metrics_interval", b.metrics_interval.is_some()),
+            ("metrics_timeout", b.metrics_timeout.is_some()),
+            ("metrics_stale_after", b.metrics_stale_after.is_some()),
+        ];
+        let Some(raw) = &b.metrics_url else {
+            for (name, _) in timing.iter().filter(|(_, set)| *set) {
+                self.error(format!("{key}.{name}"), "only applies with metrics_url");
+            }
+            return None;
+        };
+        let url_key = format!("{key}.metrics_url");
+        let source = match raw {
+            MetricsUrl::One(t) => {
+                let several = !matches!(replicas, Replicas::Urls(u) if u.len() == 1);
+                if several && !t.contains("{host}") {
+                    let message = "one URL for several replicas must hold {host} (like \"http://{host}:8002/metrics\"), or give a list, one per entry of urls";
+                    self.error(url_key, message);
+                    return None;
+                }
+                if let Err(m) = metrics_url(&t.replace("{host}", "host")) {
+                    self.error(url_key, m);
+                    return None;
+                }
+                MetricsSource::Template(t.clone())
+            }
+            MetricsUrl::Many(list) => {
+                let Replicas::Urls(urls) = replicas else {
+                    self.error(
+                        url_key,
+                        "a list needs urls (with dns, give one URL holding {host})",
+                    );
+                    return None;
+                };
+                if list.len() != urls.len() {
+                    let message = format!(
+                        "{} URLs for {} entries of urls: give one per replica, in the same order",
+                        list.len(),
+                        urls.len()
+                    );
+                    self.error(url_key, message);
+                    return None;
+                }
+                let mut parsed = Vec::new();
+                for (i, u) in list.iter().enumerate() {
+                    match metrics_url(u) {
+                        Ok(u) => parsed.push(u),
+                        Err(m) => self.error(format!("{url_key}[{i}]"), m),
+                    }
+                }
+                if parsed.len() != list.len() {
+                    return None;
+                }
+                MetricsSource::Urls(parsed)
+            }
+        };
+        let interval = b
+            .metrics_interval
+            .map_or(QueueSignal::DEFAULT_INTERVAL, |v| v.0);
+        let signal = QueueSignal {
+            source,
+            interval,
+            timeout: b
+                .metrics_timeout
+                .map_or(QueueSignal::DEFAULT_TIMEOUT.min(interval), |v| v.0),
+            stale_after: b
+                .metrics_stale_after
+                .map_or(QueueSignal::default_stale_after(interval), |v| v.0),
+        };
+        if signal.timeout > signal.interval {
+            let message = format!(
+                "{:?} must not be longer than metrics_interval ({:?})",
+                signal.timeout, signal.interval
+            );
+            self.error(format!("{key}.metrics_timeout"), message);
+        }
+        if signal.stale_after < signal.interval {
+            let message = format!(
+                "{:?} must not be shorter than metrics_interval ({:?}): every value would be stale",
+                signal.stale_after, signal.interval
+            );
+            self.error(format!("{key}.metrics_stale_after"), message);
+        }
+        Some(signal)
+    }
+}
+
+/// A metrics endpoint: an `http://` URL with a host and a path.
+fn metrics_url(text: &str) -> Result<http::Uri, String> {
+    let u = crate::config::backend::parse_url(text)?;
+    if u.scheme_str() != Some("http") {
+        return Err(format!(
+            "{text:?}: metrics are read over http:// (Triton serves them without TLS)"
+        ));
+    }
+    Ok(u)
 }
 
 /// Overwrites `field` with `v` when set.

@@ -10,6 +10,7 @@ mod backend;
 mod frontends;
 mod route;
 mod split;
+mod store;
 mod tls;
 mod tracing;
 mod unique;
@@ -50,6 +51,7 @@ pub fn config(
     let server = check.server(raw.server.0);
     let defaults = check.limits("limits", Limits::default(), raw.limits.0);
     let backends = check.backends(raw.backends, server.readyz);
+    let store = raw.rate_limit_store.and_then(|t| check.store(t.0));
     if raw.routes.is_empty() {
         check.error("routes", "at least one [[routes]] entry is required");
     }
@@ -65,6 +67,7 @@ pub fn config(
     }
     let mut config = super::attach::config(server, backends, routes);
     config.tracing = tracing;
+    config.rate_limit_store = store;
     Ok(config)
 }
 

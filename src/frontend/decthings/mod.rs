@@ -74,7 +74,7 @@ impl Frontend for Evaluate {
             .ok_or_else(|| RouteError::NoRoute {
                 model: parsed.model_id.clone(),
             })?;
-        let exchange = services.bind(route, &model, &head, obs)?;
+        let exchange = services.bind(route, &model, &head, obs).await?;
         // Counted under the route, now that it is known.
         drop(body);
         request::check_size(route, &parsed.params, bytes.len() as u64)?;

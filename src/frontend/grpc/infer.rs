@@ -39,7 +39,9 @@ pub async fn serve(call: Call<'_>) -> Result<Response<Body>, Error> {
     let request: ModelInferRequest = message::decode(bytes, "ModelInferRequest")?;
     let config = services.config();
     let route = route::for_model(config, &request.model_name, |_| true)?;
-    let exchange = services.bind(route, &request.model_name, &head, obs)?;
+    let exchange = services
+        .bind(route, &request.model_name, &head, obs)
+        .await?;
     // Counted under the route, now that it is known.
     drop(body);
     let version = Some(request.model_version.clone()).filter(|v| !v.is_empty());

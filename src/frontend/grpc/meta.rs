@@ -49,7 +49,9 @@ pub async fn serve(method: Method, call: Call<'_>) -> Result<Response<Body>, Err
                 Some(n) if !n.is_empty() => route::for_model(config, n, |_| true)?,
                 _ => route::for_path(config, None, head.uri.path())?,
             };
-            let exchange = services.bind(route, name.as_deref().unwrap_or(""), &head, obs)?;
+            let exchange = services
+                .bind(route, name.as_deref().unwrap_or(""), &head, obs)
+                .await?;
             allowed(Some(method), route)?;
             (exchange, bytes)
         }

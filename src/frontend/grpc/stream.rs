@@ -90,7 +90,9 @@ pub async fn serve(call: Call<'_>) -> Result<Response<Body>, Error> {
     };
     let request: ModelInferRequest = message::decode(first.clone(), "ModelInferRequest")?;
     let route = route::for_model(services.config(), &request.model_name, |_| true)?;
-    let exchange = services.bind(route, &request.model_name, &head, obs)?;
+    let exchange = services
+        .bind(route, &request.model_name, &head, obs)
+        .await?;
     let stream = Stream {
         route: exchange.route.clone(),
         upstream: exchange.upstream.clone(),
@@ -251,6 +253,15 @@ fn checked(stream: &Stream, message: Bytes) -> Result<Checked, Error> {
 }
 
 /// A request's model must be served by the stream's route.
+/// A checked request message taken under the stream's route and charged
+/// its elements (the rate limit may ask the shared store).
+async fn admit(stream: &Stream, req: &InferRequest) -> Result<(), Error> {
+    same_route(stream, &req.model.name)?;
+    stream.obs.charge_elements(req.element_count()).await?;
+    stream.obs.elements(Direction::Request, req.element_count());
+    Ok(())
+}
+
 fn same_route(stream: &Stream, model: &str) -> Result<(), Error> {
     let routes_model = stream.route.models.iter().any(|m| m == model) || stream.route.default;
     if routes_model {
@@ -397,12 +408,10 @@ async fn forward_requests(
 ) -> Result<(), Error> {
     let mut next = Some(first);
     while let Some(message) = next {
-        let passed = checked(stream, message.clone()).and_then(|Checked { req, .. }| {
-            same_route(stream, &req.model.name)?;
-            stream.obs.charge_elements(req.element_count())?;
-            stream.obs.elements(Direction::Request, req.element_count());
-            Ok(())
-        });
+        let passed = match checked(stream, message.clone()) {
+            Ok(Checked { req, .. }) => admit(stream, &req).await,
+            Err(e) => Err(e),
+        };
         match passed {
             Ok(()) => {
                 let Ok(framed) = frame::encode(vec![message]) else {

@@ -132,7 +132,7 @@ pub async fn read_json<'a>(
             && let Some(s) = start.as_ref()
         {
             tried = Some(tensor);
-            match EarlySend::start(s.exchange, s.model, s.headers, &parser)? {
+            match EarlySend::start(s.exchange, s.model, s.headers, &parser).await? {
                 Attempt::Started(e) => (early, start) = (Some(e), None),
                 Attempt::NotYet => {}
                 Attempt::Never => start = None,

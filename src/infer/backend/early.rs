@@ -99,7 +99,7 @@ impl<'a> EarlySend<'a> {
     /// [`DocParser::provisional`]), no input in shared memory, at least
     /// [`EARLY_MIN_BYTES`] of data. The guessed request's elements are
     /// charged to the caller's limits first (an error if that refuses).
-    pub fn start(
+    pub async fn start(
         exchange: Exchange<'a>,
         model: &ModelRef,
         headers: &HeaderMap,
@@ -143,7 +143,7 @@ impl<'a> EarlySend<'a> {
         let Some(header) = request::provisional_header(doc) else {
             return Ok(Attempt::Never);
         };
-        exchange.obs.charge_elements(elements)?;
+        exchange.obs.charge_elements(elements).await?;
         let header = Bytes::from(header);
         let total = header.len() as u64 + data_len;
         let (tx, body) = SizedChannelBody::new(total);

@@ -127,7 +127,8 @@ pub async fn prepare_charged(
     exchange.obs.elements(Direction::Request, elements);
     exchange
         .obs
-        .charge_elements(elements.saturating_sub(charged))?;
+        .charge_elements(elements.saturating_sub(charged))
+        .await?;
     let InferRequest {
         model,
         header,
