@@ -127,6 +127,8 @@ TENSORGATE_BIN="$BIN" bash scripts/triton-backend.sh python tests/grpc/check_dem
 
 step "SageMaker SDK and boto3 against the SageMaker frontend (demo and real Triton)"
 TENSORGATE_BIN="$BIN" bash scripts/sagemaker/client.sh python tests/sagemaker/clients.py
+step "clients that send before they read: http.client and boto3, 16 MB and 1M-row CSVs (tests/sagemaker/send_then_read.py)"
+TENSORGATE_BIN="$BIN" bash scripts/sagemaker/client.sh python tests/sagemaker/send_then_read.py
 step "boto3 with API keys, SigV4 and rate limits (tests/sagemaker/auth.py)"
 TENSORGATE_BIN="$BIN" bash scripts/sagemaker/client.sh python tests/sagemaker/auth.py
 

@@ -92,3 +92,75 @@ async fn a_body_pausing_past_body_read_timeout_gets_408() {
     assert!(backend.requests().is_empty());
     slot_is_free(gw.data_addr).await;
 }
+
+/// The total deadline holds while nothing reads the body: a SageMaker
+/// request whose first batch is at a backend that does not answer is not
+/// read meanwhile (its batches wait for the backend), and its client,
+/// still trickling records, is answered 408 at `body_total_timeout`, not
+/// when the backend gives up.
+#[tokio::test]
+async fn the_total_deadline_holds_while_nothing_reads_the_body() {
+    let backend = TestBackend::start(|seen| async move {
+        if seen.method == "GET" {
+            return reply(
+                200,
+                &[("content-type", "application/json")],
+                r#"{"name":"rowsum","inputs":[{"name":"INPUT0","datatype":"FP32","shape":[-1,-1]}],"outputs":[{"name":"score","datatype":"FP32","shape":[-1]}]}"#,
+            );
+        }
+        tokio::time::sleep(Duration::from_secs(30)).await;
+        reply(500, &[], "{}")
+    })
+    .await;
+    let gw = gateway(&format!(
+        r#"
+[server]
+shutdown_grace = "2s"
+{KEYS}
+[backends.b]
+url = "{}"
+request_timeout = "6s"
+[[routes]]
+name = "r"
+default = true
+backend = "b"
+[routes.sagemaker]
+default_model = "rowsum"
+batch_records = 1
+max_batches_in_flight = 1
+"#,
+        backend.url()
+    ))
+    .await;
+    let (tx, rx) = tokio::sync::mpsc::channel(1);
+    let feeder = tokio::spawn(async move {
+        // One whole record (a batch, sent at once), then a byte every
+        // 100 ms: each in time for body_read_timeout, never the end.
+        let _ = tx.send(Bytes::from_static(b"1,2\n")).await;
+        for _ in 0..100 {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            if tx.send(Bytes::from_static(b"3")).await.is_err() {
+                return;
+            }
+        }
+    });
+    let client: Client<HttpConnector, ChannelBody> =
+        Client::builder(TokioExecutor::new()).build(HttpConnector::new());
+    let req = http::Request::post(format!("http://{}/invocations", gw.data_addr))
+        .header("content-type", "text/csv")
+        .body(ChannelBody(rx))
+        .unwrap();
+    let started = Instant::now();
+    let resp = tokio::time::timeout(Duration::from_secs(10), client.request(req))
+        .await
+        .expect("no reply within 10 s")
+        .expect("request failed");
+    let took = started.elapsed();
+    let status = resp.status().as_u16();
+    let body = resp.into_body().collect().await.unwrap().to_bytes();
+    feeder.abort();
+    assert_eq!(status, 408, "{}", String::from_utf8_lossy(&body));
+    assert!(took >= Duration::from_millis(1150), "{took:?}");
+    assert!(took < Duration::from_millis(3000), "{took:?}");
+    slot_is_free(gw.data_addr).await;
+}

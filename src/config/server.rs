@@ -44,6 +44,27 @@ pub struct ServerConfig {
     /// steadily it trickles; `body_read_timeout` is the idle limit. Without
     /// it a client sending a byte a second holds a slot for hours.
     pub body_total_timeout: Duration,
+    /// Longest wait for a client to take more reply bytes (nginx's
+    /// `send_timeout`): a connection whose client takes nothing for this
+    /// long is closed, and its requests' slots freed. Without it a client
+    /// that never reads a large reply holds its connection and its slot
+    /// forever. Applies to connections opened after it is set.
+    pub send_timeout: Duration,
+    /// Reply bytes held in memory for one request whose client is not
+    /// taking them yet (a SageMaker client still sending its records, an
+    /// HTTP/1.0 client whose reply must be whole before it starts); past
+    /// it they go to a temporary file. Without it a client that sends
+    /// before it reads would stall the gateway, or make it hold the reply
+    /// in memory without bound.
+    pub reply_memory_bytes: u64,
+    /// Reply bytes one request may hold in its temporary file past
+    /// `reply_memory_bytes` (0: no file; past memory the request is
+    /// refused). Past it: 413 before the status line.
+    pub reply_disk_bytes: u64,
+    /// Bytes of temporary files every held reply together may use; past
+    /// it: 503 with `Retry-After`. Bounds the disk a crowd of clients that
+    /// do not read can take.
+    pub reply_disk_total_bytes: u64,
     /// After SIGTERM `/readyz` turns 503 at once; the listener closes after
     /// this delay, so load balancers stop sending first. Zero closes at
     /// once. Shorter than `shutdown_grace`.
@@ -133,6 +154,10 @@ impl Default for ServerConfig {
             handshake_timeout: Duration::from_secs(10),
             queue_timeout: Duration::from_secs(5),
             body_total_timeout: Duration::from_secs(300),
+            send_timeout: Duration::from_secs(60),
+            reply_memory_bytes: 1 << 20,
+            reply_disk_bytes: 1 << 30,
+            reply_disk_total_bytes: 8 << 30,
             drain_delay: Self::default_drain_delay(shutdown_grace),
             tls: None,
             readyz: Readyz::default(),

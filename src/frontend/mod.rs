@@ -33,6 +33,7 @@ use crate::config::{Config, Route};
 use crate::error::Error;
 use crate::http::body::Body;
 use crate::http::client_body::ClientBody;
+use crate::http::spool::SpoolLimits;
 use crate::infer::Exchange;
 use crate::infer::route::RouteError;
 use crate::metrics::Kind;
@@ -124,6 +125,8 @@ pub struct Call<'a> {
     pub body: Payload,
     pub obs: &'a Observation,
     pub target: Target<'a>,
+    /// What a reply may hold for a client not taking it yet.
+    pub spool: &'a SpoolLimits,
 }
 
 /// The body as the frontend gets it. Made once per request and moved once:

@@ -13,16 +13,24 @@
 //! with a known key name must cost neither a slot nor unbounded memory.
 //! Whatever fails becomes the frontend's rendering of its class, with
 //! `Retry-After` where the class says when to retry.
+//!
+//! The body's total deadline holds here whether or not anything reads the
+//! body (the request is raced against it); a body dropped unread says
+//! whether the connection can carry another request, and the answer says
+//! `Connection: close` when it cannot; a reply to a client that cannot be
+//! told of a cut (HTTP/1.0) is held whole first ([`super::whole`]).
 
 use std::sync::Arc;
 use std::time::Instant;
 
 use http::request::Parts;
-use http::{Request, Response, header};
+use http::{HeaderValue, Request, Response, Version, header};
+use http_body_util::BodyExt;
 use hyper::body::Incoming;
 
 use super::Gateway;
 use super::dispatch::{self, Endpoint};
+use super::whole;
 use crate::config::{Config, Route};
 use crate::error::{DeadlineExceeded, Error};
 use crate::frontend::{Binding, BodyPlan, Call, Frontend, Payload, Routing, Services, Target, v2};
@@ -30,9 +38,11 @@ use crate::guard::Checked;
 use crate::guard::Unauthorized;
 use crate::guard::sigv4::Claim;
 use crate::http::body::Body;
-use crate::http::client_body::{self, ClientBody};
+use crate::http::client_body::{self, BodyError, ClientBody};
 use crate::http::headers::strip_credentials;
+use crate::http::wire::{BodyClock, Wire};
 use crate::infer::split;
+use crate::metrics::Kind;
 use crate::observe::{Observation, Start, ensure_request_id, traced_request_id};
 use std::future::Future;
 use std::pin::Pin;
@@ -99,12 +109,24 @@ impl Gateway {
         if let Some(after) = given {
             obs.set_deadline(Instant::now() + after);
         }
+        let (head, body) = req.into_parts();
+        let (version, whole) = (head.version, whole::wanted(&head));
+        let clock = BodyClock::start(&head.headers, (&self.shared.config.server).into());
+        let wire = Wire::new(body, clock.clone());
         // The frontend's future is pinned in this one, not moved into
         // another: each move is one more copy of it per request.
         let served = {
             let serving = std::pin::pin!(async {
-                match self.place(&f, req, &obs).await {
-                    Ok(call) => f.serve(call).await,
+                match self.place(&f, head, wire, &obs).await {
+                    Ok(call) => {
+                        let serve = std::pin::pin!(f.serve(call));
+                        let overdue = std::pin::pin!(clock.overdue());
+                        let total = clock.timeouts().total;
+                        race(serve, overdue, || {
+                            BodyError::Deadline { limit: total }.into()
+                        })
+                        .await
+                    }
                     Err(e) => Err(e),
                 }
             });
@@ -119,10 +141,25 @@ impl Gateway {
                 _ => serving.await,
             }
         };
-        let resp = match served {
+        let mut resp = match served {
             Ok(resp) => resp,
             Err(e) => failed(e, &obs, |e| f.render(e, &obs)),
         };
+        // A gRPC stream reads its request stream under the same deadline
+        // and ends with its status in trailers, which a cut would lose.
+        if !clock.ended() && f.kind() != Kind::Grpc {
+            resp = resp.map(|b| clock.bound(b).boxed_unsync());
+        }
+        if whole && whole::needed(&resp) {
+            resp = match whole::hold(resp, &self.shared.spool).await {
+                Ok(resp) => resp,
+                Err(e) => failed(e, &obs, |e| f.render(e, &obs)),
+            };
+        }
+        if version < Version::HTTP_2 && !clock.keeps_connection() {
+            resp.headers_mut()
+                .insert(header::CONNECTION, HeaderValue::from_static("close"));
+        }
         obs.finish(resp)
     }
 
@@ -131,10 +168,10 @@ impl Gateway {
     async fn place<'a, F: Frontend>(
         &'a self,
         f: &F,
-        req: Request<Incoming>,
+        mut head: Parts,
+        body: Wire,
         obs: &'a Observation,
     ) -> Result<Call<'a>, Error> {
-        let (mut head, body) = req.into_parts();
         let (target, body) = match f.route(&self.shared.config, &head)? {
             Routing::Route { route, model } => {
                 obs.bind(route, &model);
@@ -197,6 +234,7 @@ impl Gateway {
             body,
             obs,
             target,
+            spool: &self.shared.spool,
         })
     }
 
@@ -211,19 +249,18 @@ impl Gateway {
     fn open(
         &self,
         head: &Parts,
-        body: Incoming,
+        body: Wire,
         route: &str,
         plan: BodyPlan,
         obs: &Observation,
     ) -> Result<Payload, Error> {
-        let timeouts = (&self.shared.config.server).into();
         Ok(match plan {
             BodyPlan::Read { limit } => {
-                let body = ClientBody::open(&head.headers, body, route, limit, timeouts)?;
+                let body = ClientBody::open(&head.headers, body, route, limit)?;
                 Payload::Read(body.metered(obs.wire_meter()))
             }
             BodyPlan::Forward { limit } => {
-                match client_body::forward(&head.headers, body, route, limit, timeouts)? {
+                match client_body::forward(&head.headers, body, route, limit)? {
                     Some(b) => Payload::Forward(b),
                     None => Payload::Empty,
                 }
@@ -242,10 +279,9 @@ impl Gateway {
         route: &Route,
         claim: &Claim,
         head: &Parts,
-        body: Incoming,
+        body: Wire,
         obs: &Observation,
     ) -> Result<Payload, Error> {
-        let timeouts = (&self.shared.config.server).into();
         let limits = &route.limits;
         let limit = limits.max_signed_body_bytes.min(limits.max_body_bytes);
         let declared = client_body::check_declared_length(&head.headers, &route.name, limit)?;
@@ -253,7 +289,7 @@ impl Gateway {
         let coded = head.headers.contains_key(header::CONTENT_ENCODING);
         let size = declared.filter(|_| !coded).unwrap_or(limit);
         let held = self.shared.unverified.hold(size)?;
-        let mut body = ClientBody::open(&head.headers, body, &route.name, limit, timeouts)?
+        let mut body = ClientBody::open(&head.headers, body, &route.name, limit)?
             .with_wire_digest()
             .metered(obs.wire_meter());
         body.read_whole().await?;
@@ -293,6 +329,26 @@ impl Services for Gateway {
             Ok(self.exchange(route, obs)?)
         })
     }
+}
+
+/// `serve` unless `overdue` comes first; then `late()`. Polled in place: the
+/// frontend's future is not moved into another.
+async fn race<S, O>(
+    mut serve: Pin<&mut S>,
+    mut overdue: Pin<&mut O>,
+    late: impl Fn() -> Error,
+) -> Result<Response<Body>, Error>
+where
+    S: Future<Output = Result<Response<Body>, Error>>,
+    O: Future<Output = ()>,
+{
+    std::future::poll_fn(|cx| {
+        if let std::task::Poll::Ready(r) = serve.as_mut().poll(cx) {
+            return std::task::Poll::Ready(r);
+        }
+        overdue.as_mut().poll(cx).map(|()| Err(late()))
+    })
+    .await
 }
 
 /// The response for a failed request: counted, logged at debug, rendered

@@ -11,6 +11,7 @@ pub mod dispatch;
 mod drive;
 pub mod live;
 pub mod readiness;
+mod whole;
 
 pub use drive::Handling;
 
@@ -22,6 +23,7 @@ use crate::frontend::Health;
 use crate::guard::clients::Clients;
 use crate::guard::unverified::Unverified;
 use crate::guard::{self, admission::Admission};
+use crate::http::spool::{DiskBudget, SpoolLimits};
 use crate::infer::shadow::Mirror;
 use crate::infer::{self, Client};
 use crate::metrics::Metrics;
@@ -41,6 +43,9 @@ pub struct Shared {
     pub shadows: BTreeMap<String, Mirror>,
     pub metrics: Metrics,
     pub admission: Arc<Admission>,
+    /// What a reply may hold for a client not taking it yet, and the disk
+    /// every such reply shares.
+    pub spool: SpoolLimits,
     /// Requests in flight per client address, when bounded.
     per_client: Option<Arc<Clients>>,
     /// Bytes of signed bodies read before their signature is verified.
@@ -222,6 +227,19 @@ impl Gateway {
             )),
         };
         let shadows = shadows(&config, &clients, &metrics, &admission);
+        // Held replies keep counting against the disk budget they took
+        // from; it is kept while its size is.
+        let budget = match before {
+            Some(s) if s.config.server.reply_disk_total_bytes == server.reply_disk_total_bytes => {
+                s.spool.budget.clone()
+            }
+            _ => DiskBudget::new(server.reply_disk_total_bytes),
+        };
+        let spool = SpoolLimits {
+            memory: server.reply_memory_bytes,
+            disk: server.reply_disk_bytes,
+            budget,
+        };
         // Kept when unchanged, as the request slots are: requests in
         // flight stay counted.
         let per_client = match before {
@@ -255,6 +273,7 @@ impl Gateway {
             shadows,
             metrics,
             admission,
+            spool,
             per_client,
             unverified,
         });

@@ -3,7 +3,9 @@
 //! read), with a limit on how long the client may pause
 //! (`body_read_timeout`, else 408) and on how long the whole body may take
 //! (`body_total_timeout`, else 408), so a client trickling a byte at a
-//! time cannot hold a request slot for long.
+//! time cannot hold a request slot for long. The body comes off the
+//! connection as a [`Wire`], whose clock the request's driver watches too:
+//! the total deadline holds even while nothing reads the body.
 
 use std::time::Duration;
 
@@ -11,20 +13,21 @@ use tokio::time::Instant;
 
 use bytes::Bytes;
 use http_body_util::BodyExt;
-use hyper::body::Incoming;
 
 use http::{HeaderMap, header};
 use sha2::{Digest as _, Sha256};
 
-use crate::config::ServerConfig;
 use crate::error::{Class, Classify, TensorLabel, Violated};
 use crate::http::body::Body;
 use crate::http::body::concat;
 use crate::http::encoding::Inflated;
 use crate::http::encoding::{Coding, Decoder, InflateError, UnsupportedCoding, request_coding};
 use crate::http::idle::{Idle, Stalled};
+use crate::http::wire::{Limit, Wire, next_wait};
 use http_body_util::Limited;
 use std::sync::Arc;
+
+pub use crate::http::wire::BodyTimeouts;
 
 /// Why a request body could not be read.
 #[derive(Debug, thiserror::Error)]
@@ -65,41 +68,6 @@ impl Classify for BodyError {
     }
 }
 
-/// How long a client may take over its request body.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct BodyTimeouts {
-    /// Longest pause between two pieces.
-    pub idle: Duration,
-    /// The whole body, from when the gateway starts reading it.
-    pub total: Duration,
-}
-
-impl From<&ServerConfig> for BodyTimeouts {
-    fn from(s: &ServerConfig) -> Self {
-        BodyTimeouts {
-            idle: s.body_read_timeout,
-            total: s.body_total_timeout,
-        }
-    }
-}
-
-/// What runs out first when waiting for the next piece at `now`: the
-/// pause allowed, or the time left to the whole body's `deadline`.
-fn next_wait(now: Instant, idle: Duration, deadline: Instant) -> (Duration, Limit) {
-    let left = deadline.saturating_duration_since(now);
-    if left <= idle {
-        (left, Limit::Total)
-    } else {
-        (idle, Limit::Idle)
-    }
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Limit {
-    Idle,
-    Total,
-}
-
 /// The body length a request declares, refused with 413 when it is over
 /// `limit`. Every path that reads or forwards a body checks here first.
 pub fn check_declared_length(
@@ -130,8 +98,9 @@ pub trait WireMeter: Send + Sync + std::fmt::Debug {
 /// The request body as decompressed pieces.
 #[derive(Debug)]
 pub struct ClientBody {
-    /// Always `Some` until dropped (see `Drop`).
-    inner: Option<Incoming>,
+    /// The body off the wire; read on in the background when dropped
+    /// before its end (see [`Wire`]).
+    inner: Wire,
     /// Boxed: only compressed bodies have one, and it is most of the
     /// body's size, which is moved with the request.
     decoder: Option<Box<Decoder>>,
@@ -162,26 +131,28 @@ pub struct ClientBody {
 impl ClientBody {
     /// Opens a request body: an unsupported `Content-Encoding` is a 415 and
     /// a declared length over `limit` a 413, before anything is read. The
-    /// total deadline runs from here.
+    /// total deadline is the wire's clock's, which runs from the request's
+    /// arrival.
     pub fn open(
         headers: &HeaderMap,
-        inner: Incoming,
+        mut inner: Wire,
         route: &str,
         limit: u64,
-        timeouts: BodyTimeouts,
     ) -> Result<ClientBody, BodyError> {
         let coding = request_coding(headers)?;
         let declared = match coding {
             Coding::Identity => check_declared_length(headers, route, limit)?,
             _ => None,
         };
+        let (timeouts, deadline) = (inner.clock().timeouts(), inner.clock().deadline());
+        inner.read_up_to(limit);
         Ok(ClientBody {
-            inner: Some(inner),
+            inner,
             decoder: Decoder::new(coding, limit).map(Box::new),
             route: route.to_owned(),
             limit,
             timeouts,
-            deadline: Instant::now() + timeouts.total,
+            deadline,
             received: 0,
             wire: 0,
             declared,
@@ -300,12 +271,10 @@ impl ClientBody {
     /// frame that is not data, or the end of an uncompressed body.
     async fn read_frame(&mut self) -> Result<Option<Bytes>, BodyError> {
         let (wait, limit) = next_wait(Instant::now(), self.timeouts.idle, self.deadline);
-        let Some(inner) = self.inner.as_mut() else {
-            return Ok(None);
-        };
-        let Ok(frame) = tokio::time::timeout(wait, inner.frame()).await else {
+        let Ok(frame) = tokio::time::timeout(wait, self.inner.frame()).await else {
             // Out of time: nothing more is read, not even in the background.
             self.finished = true;
+            self.inner.abandon();
             return Err(match limit {
                 Limit::Idle => BodyError::Idle,
                 Limit::Total => BodyError::Deadline {
@@ -324,6 +293,7 @@ impl ClientBody {
             }
             Some(Err(e)) => {
                 self.finished = true;
+                self.inner.abandon();
                 return Err(BodyError::Broken {
                     detail: crate::error::chain(&e),
                 });
@@ -371,17 +341,18 @@ impl ClientBody {
 /// refuse. `None` for a request without a body.
 pub fn forward(
     headers: &HeaderMap,
-    body: Incoming,
+    mut body: Wire,
     route: &str,
     limit: u64,
-    timeouts: BodyTimeouts,
 ) -> Result<Option<Body>, BodyError> {
     check_declared_length(headers, route, limit)?;
     if hyper::body::Body::is_end_stream(&body) {
         return Ok(None);
     }
+    body.read_up_to(limit);
     let coding = request_coding(headers).unwrap_or(Coding::Identity);
-    let idle = Idle::new(body, timeouts.idle, Stalled::Client).until(timeouts.total);
+    let (timeouts, deadline) = (body.clock().timeouts(), body.clock().deadline());
+    let idle = Idle::new(body, timeouts.idle, Stalled::Client).until_at(deadline, timeouts.total);
     let limited = Limited::new(idle, usize::try_from(limit).unwrap_or(usize::MAX));
     Ok(Some(match Inflated::new(limited, coding, limit) {
         Ok(inflated) => inflated.boxed_unsync(),
@@ -393,12 +364,12 @@ pub fn forward(
 const REPLAY_PIECE: usize = 64 << 10;
 
 /// A body its handler stopped reading (it answered early: a broken rule, a
-/// limit, a malformed request) is read on to its end and thrown away, in
-/// the background, within what was left of the route's byte limit and the
-/// body's timeouts. Closing a socket with unread data resets the
-/// connection, and a client still sending its body would then get a broken
-/// pipe or a reset instead of the answer (what nginx's lingering close
-/// avoids). A read body stays on the connection, which hyper can keep.
+/// limit, a malformed request) is read on to its end and thrown away by its
+/// [`Wire`], within what is left of the route's byte limit and the body's
+/// timeouts: closing a socket with unread data resets the connection, and
+/// a client still sending its body would then get a broken pipe or a reset
+/// instead of the answer (what nginx's lingering close avoids). Here only
+/// the wire bytes of a body read to its end are reported.
 impl Drop for ClientBody {
     fn drop(&mut self) {
         if let Some(meter) = self.meter.take()
@@ -406,59 +377,5 @@ impl Drop for ClientBody {
         {
             meter.client_in(self.wire);
         }
-        let Some(inner) = self.inner.take() else {
-            return;
-        };
-        if self.finished || hyper::body::Body::is_end_stream(&inner) {
-            return;
-        }
-        let Ok(rt) = tokio::runtime::Handle::try_current() else {
-            return;
-        };
-        let budget = self.limit.saturating_sub(self.wire);
-        rt.spawn(discard(inner, budget, self.timeouts.idle, self.deadline));
-    }
-}
-
-/// Reads `body` to its end, at most `budget` more bytes, each piece within
-/// `idle` and all before `deadline`; gives up (dropping it) otherwise.
-async fn discard(mut body: Incoming, mut budget: u64, idle: Duration, deadline: Instant) {
-    loop {
-        let (wait, _) = next_wait(Instant::now(), idle, deadline);
-        let Ok(Some(Ok(frame))) = tokio::time::timeout(wait, body.frame()).await else {
-            return;
-        };
-        let len = frame.data_ref().map_or(0, |d| d.len() as u64);
-        let Some(left) = budget.checked_sub(len) else {
-            return;
-        };
-        budget = left;
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[tokio::test(start_paused = true)]
-    async fn the_nearer_of_the_pause_and_the_deadline_is_waited_for() {
-        let idle = Duration::from_secs(60);
-        let now = Instant::now();
-        let check = |deadline_in: u64, expected: (u64, Limit)| {
-            let (wait, limit) = next_wait(now, idle, now + Duration::from_secs(deadline_in));
-            assert_eq!(
-                (wait.as_secs(), limit),
-                expected,
-                "deadline in {deadline_in}s"
-            );
-        };
-        check(300, (60, Limit::Idle));
-        check(61, (60, Limit::Idle));
-        check(60, (60, Limit::Total));
-        check(5, (5, Limit::Total));
-        // Past the deadline: no wait at all (a frame already there still
-        // counts, tokio polls the future once).
-        let (wait, limit) = next_wait(now + Duration::from_secs(10), idle, now);
-        assert_eq!((wait, limit), (Duration::ZERO, Limit::Total));
     }
 }

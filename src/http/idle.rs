@@ -39,7 +39,7 @@ pub struct StreamOverdue {
 }
 
 /// A body whose pauses are bounded: `Err(StreamStalled)` once the inner
-/// body has been pending for `idle`; with [`Idle::until`], also
+/// body has been pending for `idle`; with [`Idle::until_at`], also
 /// `Err(StreamOverdue)` once it is pending past its deadline.
 #[derive(Debug)]
 pub struct Idle<B> {
@@ -62,9 +62,10 @@ impl<B> Idle<B> {
         }
     }
 
-    /// Also ends the body once it is waited for past `total` from now.
-    pub fn until(mut self, total: Duration) -> Self {
-        self.deadline = Some((Instant::now() + total, total));
+    /// Also ends the body once it is waited for past `deadline`, the end of
+    /// a whole time of `total`.
+    pub fn until_at(mut self, deadline: Instant, total: Duration) -> Self {
+        self.deadline = Some((deadline, total));
         self
     }
 }

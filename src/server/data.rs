@@ -8,7 +8,8 @@
 //! completes its TLS handshake, within the same handshake deadline.
 //!
 //! The connection settings (cap, handshake and header timeouts) are the
-//! ones it started with; the drain delay and grace period are read from
+//! ones it started with; `send_timeout` is the one current when a
+//! connection is accepted; the drain delay and grace period are read from
 //! the configuration current when the signal arrives.
 
 use std::sync::Arc;
@@ -26,6 +27,7 @@ use tokio::time::{Instant, sleep_until, timeout_at};
 use super::accept::{Backoff, admit};
 use super::conn::{self, ConnLimits, ConnState};
 use super::io::Sniffed;
+use super::send::SendTimed;
 use super::tls::TlsSettings;
 use super::tracked::Tracked;
 use super::workers::Workers;
@@ -103,6 +105,8 @@ struct Serve {
     gateway: Live,
     state: Arc<ConnState>,
     limits: ConnLimits,
+    /// `send_timeout` as configured when the connection was accepted.
+    send_timeout: std::time::Duration,
     drain: watch::Receiver<bool>,
 }
 
@@ -114,6 +118,7 @@ impl Serve {
     where
         I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
     {
+        let io = SendTimed::new(io, self.send_timeout);
         let io = TokioIo::new(Sniffed::new(io, self.state.clone()));
         let svc = Tracked::new(self.gateway, self.state.clone());
         let builder = self.builders.for_alpn(alpn);
@@ -138,6 +143,7 @@ impl Conns {
             gateway: self.gateway.clone(),
             state: ConnState::with_peer(peer),
             limits: self.limits,
+            send_timeout: self.gateway.current().config().server.send_timeout,
             drain: self.drain.clone(),
         };
         let tls = self.tls.clone();

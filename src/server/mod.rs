@@ -1,7 +1,8 @@
 //! Listeners and lifecycle: the data port (the gateway), the admin port
 //! (`/healthz`, `/readyz`, `/metrics`, the status page), and what bounds each client
 //! connection before and between requests — the connection cap, the
-//! handshake and idle limits, accept backoff — and the shutdown order
+//! handshake and idle limits, accept backoff, the longest wait for a client
+//! to take reply bytes ([`send`]) — and the shutdown order
 //! (see [`data`]), and TLS on the data port ([`tls`]; the admin port is
 //! always plain HTTP). Request admission and bodies are the gateway's;
 //! this module never reads a request past its head.
@@ -11,6 +12,7 @@ mod admin;
 mod conn;
 mod data;
 mod io;
+mod send;
 mod sniff;
 pub mod status;
 mod tls;

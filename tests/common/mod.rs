@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod access_log;
+pub mod raw;
 
 use std::convert::Infallible;
 use std::future::Future;

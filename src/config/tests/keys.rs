@@ -22,6 +22,10 @@ fn server_defaults() {
     assert_eq!(s.body_read_timeout, 60 * SECOND);
     assert_eq!(s.shutdown_grace, 30 * SECOND);
     assert_eq!(s.drain_delay, 5 * SECOND);
+    assert_eq!(s.send_timeout, 60 * SECOND);
+    assert_eq!(s.reply_memory_bytes, 1 << 20);
+    assert_eq!(s.reply_disk_bytes, 1 << 30);
+    assert_eq!(s.reply_disk_total_bytes, 8 << 30);
     let cores = std::thread::available_parallelism().map_or(1, usize::from);
     assert_eq!(s.workers, cores.min(ServerConfig::MAX_WORKERS));
 }
@@ -85,6 +89,38 @@ fn client_and_unverified_body_bounds() {
 }
 
 #[test]
+fn reply_buffers() {
+    let server = |keys: &str| format!("[server]\n{keys}\n{}", route(""));
+    let s = load(&server(
+        "send_timeout = \"5s\"\nreply_memory_bytes = 4096\nreply_disk_bytes = 0\nreply_disk_total_bytes = 0",
+    ))
+    .server;
+    assert_eq!(s.send_timeout, 5 * SECOND);
+    assert_eq!(
+        (
+            s.reply_memory_bytes,
+            s.reply_disk_bytes,
+            s.reply_disk_total_bytes
+        ),
+        (4096, 0, 0),
+        "no disk at all"
+    );
+    check(
+        &server("reply_memory_bytes = 0\nreply_disk_bytes = -1"),
+        &[
+            "server.reply_memory_bytes: must be positive, got 0",
+            "server.reply_disk_bytes: must not be negative, got -1",
+        ],
+    );
+    check(
+        &server("reply_disk_bytes = 2000\nreply_disk_total_bytes = 1000"),
+        &[
+            "server.reply_disk_bytes: 2000 is above reply_disk_total_bytes (1000), which every reply shares",
+        ],
+    );
+}
+
+#[test]
 fn drain_delay_follows_a_short_grace_and_must_stay_below_it() {
     let grace =
         |g: &str, extra: &str| format!("[server]\nshutdown_grace = \"{g}\"\n{extra}{}", route(""));
@@ -124,6 +160,7 @@ fn every_timeout_refuses_zero_and_overflow() {
         "handshake_timeout",
         "queue_timeout",
         "body_total_timeout",
+        "send_timeout",
     ];
     for key in server {
         let text = format!("[server]\n{key} = \"0s\"\n{}", route(""));

@@ -87,6 +87,15 @@ pub fn server_problems(s: &ServerConfig) -> Vec<ConfigError> {
             format!("at most {}, got {}", ServerConfig::MAX_WORKERS, s.workers),
         ));
     }
+    if s.reply_disk_bytes > s.reply_disk_total_bytes {
+        out.push(ConfigError::new(
+            "server.reply_disk_bytes",
+            format!(
+                "{} is above reply_disk_total_bytes ({}), which every reply shares",
+                s.reply_disk_bytes, s.reply_disk_total_bytes
+            ),
+        ));
+    }
     if s.drain_delay >= s.shutdown_grace {
         out.push(ConfigError::new(
             "server.drain_delay",
@@ -120,8 +129,9 @@ impl Check<'_> {
         let mut s = ServerConfig::default();
         apply!(s, raw; listen, admin_listen, shutdown_grace, max_concurrent_requests,
             body_read_timeout, header_read_timeout, max_connections, handshake_timeout,
-            queue_timeout, body_total_timeout, drain_delay, workers, max_streams_per_connection,
-            max_unverified_body_bytes);
+            queue_timeout, body_total_timeout, send_timeout, reply_memory_bytes,
+            reply_disk_bytes, reply_disk_total_bytes, drain_delay, workers,
+            max_streams_per_connection, max_unverified_body_bytes);
         s.max_requests_per_client = raw.max_requests_per_client.map(|n| n.0);
         if let Some(r) = raw.readyz {
             s.readyz = r.0;

@@ -35,6 +35,7 @@ pub async fn serve(method: Method, call: Call<'_>) -> Result<Response<Body>, Err
         body,
         obs,
         target,
+        ..
     } = call;
     let mut body = body.into_read()?;
     let limits = message::limits(&head.headers, body.limit())?;

@@ -31,16 +31,15 @@ use super::{BodyPlan, Call, Frontend, Routing, Target};
 use crate::codec::sagemaker::{self, DecodeConfig, ReplyWriter, RequestDecoder};
 use crate::config::{Config, Route};
 use crate::error::Error;
-use crate::http::body::{Body, ChannelBody, PrefixedBody, empty};
+use crate::http::body::{Body, empty};
 use crate::http::headers::trace_headers;
+use crate::http::spool::{SpoolError, SpoolLimits, spool};
 use crate::infer::ModelRef;
 use crate::infer::route::{self, RouteError};
 use crate::metrics::Kind;
 use crate::observe::Observation;
+use http_body_util::BodyExt;
 use pipeline::{Job, Pipeline};
-
-/// Reply chunks buffered between the batch task and the client.
-const CHANNEL_CHUNKS: usize = 2;
 
 /// Longest `/ping` waits for the backend's readiness.
 const PING_TIMEOUT: Duration = Duration::from_secs(2);
@@ -134,32 +133,9 @@ impl Frontend for Invoke {
             input,
             headers: trace_headers(&head.headers),
         };
-        let mut pipeline = Pipeline::new(job, body, decoder, ReplyWriter::new(reply_type.format));
-        // The first batch decides the status: its errors are the client's to
-        // see whole. Later ones can only cut the reply off.
-        let first = pipeline.next_chunk().await?.unwrap_or_default();
-        let (tx, rest) = ChannelBody::new(CHANNEL_CHUNKS);
-        let task_obs = obs.clone();
-        tokio::spawn(async move {
-            loop {
-                match pipeline.next_chunk().await {
-                    Ok(Some(chunk)) => {
-                        if tx.send(Ok(chunk)).await.is_err() {
-                            break; // the client is gone
-                        }
-                    }
-                    Ok(None) => break,
-                    Err(e) => {
-                        tracing::warn!(error = %e, "SageMaker reply cut off after its first batch");
-                        task_obs.error(&e);
-                        let _ = tx.send(Err(Box::new(e))).await;
-                        break;
-                    }
-                }
-            }
-        });
-        let body = PrefixedBody::new([first], rest);
-        let mut resp = Response::new(http_body_util::BodyExt::boxed_unsync(body));
+        let pipeline = Pipeline::new(job, body, decoder, ReplyWriter::new(reply_type.format));
+        let body = reply(pipeline, call.spool, obs).await?;
+        let mut resp = Response::new(body);
         resp.headers_mut().insert(
             header::CONTENT_TYPE,
             HeaderValue::from_static(reply_type.content_type),
@@ -174,6 +150,57 @@ impl Frontend for Invoke {
             crate::frontend::v2::render(e)
         }
     }
+}
+
+/// The reply body of an invocation. While the request is read, its replies
+/// are held (in memory, then on disk) and never wait for the client: a
+/// client that sends every record before it reads (http.client, requests,
+/// boto3) would otherwise fill its socket, stop the gateway reading, and
+/// neither would move. The status waits too, until the body has ended and
+/// every batch is checked and charged: whatever a rule, a record or a rate
+/// limit refuses is answered whole, with its status, and the held reply
+/// outgrowing its bounds is a 413 before any status line. Once the request
+/// is read, the rest streams at the client's pace; a batch failing then
+/// cuts the reply (it never looks whole).
+async fn reply(
+    mut pipeline: Pipeline,
+    limits: &SpoolLimits,
+    obs: &Observation,
+) -> Result<Body, Error> {
+    let (mut held, body) = spool(limits.clone());
+    loop {
+        if pipeline.started_all() {
+            break;
+        }
+        match pipeline.next_chunk().await? {
+            Some(chunk) => held.push(chunk).await?,
+            None => {
+                held.finish();
+                return Ok(body.boxed_unsync());
+            }
+        }
+    }
+    let obs = obs.clone();
+    tokio::spawn(async move {
+        loop {
+            if held.room().await.is_err() {
+                return; // the client is gone
+            }
+            let cut = match pipeline.next_chunk().await {
+                Ok(Some(chunk)) => match held.push(chunk).await {
+                    Ok(()) => continue,
+                    Err(SpoolError::Gone) => return,
+                    Err(e) => Error::from(e),
+                },
+                Ok(None) => return held.finish(),
+                Err(e) => e,
+            };
+            tracing::warn!(error = %cut, "SageMaker reply cut off after its status");
+            obs.error(&cut);
+            return held.fail(Box::new(cut));
+        }
+    });
+    Ok(body.boxed_unsync())
 }
 
 /// `GET /ping`: 200 while the backend of the route SageMaker reports on is

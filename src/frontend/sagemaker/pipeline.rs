@@ -1,8 +1,9 @@
 //! Records in, replies out, in mini-batches: the body is decoded as it
-//! arrives; each batch goes to the backend as soon as it is complete (up to
-//! `max_batches_in_flight` at once), and the replies are written back in
-//! order as they come. Memory holds the batches in flight and one reply
-//! chunk, whatever the number of records.
+//! arrives; each batch is checked against the route's rules and charged to
+//! the caller's element limits as soon as it is complete, then goes to the
+//! backend (up to `max_batches_in_flight` at once), and the replies are
+//! written back in order as they come. Memory holds the batches in flight
+//! and one reply chunk, whatever the number of records.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -97,6 +98,18 @@ impl Pipeline {
     /// `None` when all is written.
     pub async fn next_chunk(&mut self) -> Result<Option<Bytes>, Error> {
         self.fill().await?;
+        self.write_next().await
+    }
+
+    /// Whether the body has been read to its end and every batch started
+    /// (checked and charged): what is left cannot be refused by a rule or
+    /// a rate limit, only fail at the backend.
+    pub fn started_all(&self) -> bool {
+        self.exhausted
+    }
+
+    /// The next piece of the reply from the batches already started.
+    async fn write_next(&mut self) -> Result<Option<Bytes>, Error> {
         let mut out = Vec::new();
         if !self.opened {
             self.opened = true;
@@ -129,7 +142,7 @@ impl Pipeline {
                 self.decoder.next_batch()
             };
             if let Some(batch) = next.map_err(record_error)? {
-                self.start(batch);
+                self.start(batch).await?;
                 continue;
             }
             if self.ended {
@@ -144,10 +157,24 @@ impl Pipeline {
         Ok(())
     }
 
-    fn start(&mut self, batch: Batch) {
+    /// Checks `batch` against the route's rules and charges its elements
+    /// here, in order, so that a refusal comes before any later batch is
+    /// sent; then sends it on its own task.
+    async fn start(&mut self, batch: Batch) -> Result<(), Error> {
+        // A batch's records were decoded as the body arrived: what is
+        // timed as its translation is building the backend request.
+        let started = Instant::now();
         let job = self.job.clone();
-        self.in_flight
-            .push_back(tokio::spawn(async move { run_batch(&job, batch).await }));
+        let records = batch.records;
+        let req = request(&job, batch);
+        check_request(&job.route, &req.header)?;
+        let elements = req.element_count();
+        job.obs.charge_elements(elements).await?;
+        self.in_flight.push_back(tokio::spawn(async move {
+            let reply = run_batch(&job, req, elements, started).await?;
+            Ok((records, reply))
+        }));
+        Ok(())
     }
 }
 
@@ -164,14 +191,8 @@ fn record_error(e: crate::codec::sagemaker::RecordError) -> SageMakerError {
     SageMakerError::Record(e)
 }
 
-/// One batch through the backend: the `[N, F]` input checked against the
-/// route's rules, sent, and its reply collected.
-async fn run_batch(job: &Job, batch: Batch) -> Result<(usize, InferReply), Error> {
-    // A batch's records were decoded as the body arrived: what is timed
-    // as its translation is building the backend request from them.
-    let started = Instant::now();
-    let exchange = job.exchange();
-    let records = batch.records;
+/// A batch as the core's request: one `[N, F]` input.
+fn request(job: &Job, batch: Batch) -> InferRequest {
     let entry = TensorEntry {
         name: job.input.name.clone(),
         datatype: batch.dtype,
@@ -182,17 +203,27 @@ async fn run_batch(job: &Job, batch: Batch) -> Result<(usize, InferReply), Error
             size: batch.data.len() as u64,
         },
     };
-    let req = InferRequest::new(
+    InferRequest::new(
         job.model.clone(),
         vec![(entry, TensorData::Pieces(vec![batch.data]))],
-    );
-    check_request(exchange.route, &req.header)?;
-    let prepared = backend::prepare(exchange, req, started).await?;
+    )
+}
+
+/// One batch through the backend (checked, its `charged` elements charged
+/// already): sent, and its reply collected.
+async fn run_batch(
+    job: &Job,
+    req: InferRequest,
+    charged: u64,
+    started: Instant,
+) -> Result<InferReply, Error> {
+    let exchange = job.exchange();
+    let prepared = backend::prepare_charged(exchange, req, started, charged).await?;
     match prepared.send(exchange, job.headers.clone()).await? {
         Sent::Failed(resp) => Err(backend::refusal(exchange, &job.model, resp).await.into()),
         Sent::Reply(reply) => {
             let (_, reply) = reply.head(exchange).await?.collect(exchange).await?;
-            Ok((records, reply))
+            Ok(reply)
         }
     }
 }
