@@ -64,6 +64,7 @@ fn buckets(c: &mut Criterion) {
         server: ServerConfig::default(),
         backends: BTreeMap::from([("b".to_owned(), backend)]),
         routes: vec![Arc::new(route)],
+        tracing: None,
         rate_limit_store: None,
     };
     let registry = Registry::new();

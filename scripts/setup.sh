@@ -7,12 +7,16 @@
 #     needs to build;
 #   - podman and runc (Debian), to build and run the container image
 #     (scripts/image.sh);
+#   - chromium (Debian), the real browser the status page is tested in
+#     (tests/status/check_page.py);
 #   - redis-server (Debian), which tests/shared_limits.rs starts on
 #     127.0.0.1 for the rate limits several gateways share;
 #   - cargo-deny (pinned, `cargo install`), for the dependency policy;
 #   - Python venvs under ${TENSORGATE_CACHE_DIR:-~/.cache/tensorgate}: a real
 #     Triton 2.51 with tritonclient, KServe 0.21, the SageMaker SDK with
-#     boto3 (also what examples/ use), and the deploy validators.
+#     boto3 (also what examples/ use), the deploy validators, and the
+#     official OpenTelemetry protobuf definitions (the OTLP receiver of
+#     tests/otel).
 # Idempotent: a second run takes seconds (scripts/test.sh calls it first).
 # The first run needs root (or sudo) for apt-get and the Debian, PyPI and
 # crates.io registries (README.md, Quick start, has disk and time).
@@ -107,11 +111,17 @@ if [ "${#container_packages[@]}" -gt 0 ]; then
   apt_install "${container_packages[@]}" || log "no ${container_packages[*]}: the image check will skip"
 fi
 
+# The status page's browser test: Debian's Chromium, headless.
+if ! command -v chromium >/dev/null 2>&1; then
+  apt_install chromium || log "no chromium: the status page test will skip"
+fi
+
 bash scripts/deny.sh --install
 
 started=$(date +%s)
 bash scripts/triton-backend.sh setup
 bash scripts/kserve-backend.sh setup
 bash scripts/sagemaker/client.sh setup   # the SageMaker SDK and boto3, real clients for tests/sagemaker
+bash scripts/otel.sh setup               # opentelemetry-proto, for the OTLP receiver of tests/otel
 bash scripts/validate-deploy.sh >/dev/null  # creates its venv; validation itself runs in scripts/test.sh
 log "done in $(( $(date +%s) - started ))s"

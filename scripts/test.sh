@@ -26,6 +26,11 @@
 #   6. the container image built with Podman (or Docker) and run as a
 #      non-root user on 127.0.0.1 (scripts/image.sh --builder host);
 #   7. the getting-started examples in examples/ against a gateway;
+#      OpenTelemetry traces against an OTLP/HTTP receiver on 127.0.0.1
+#      decoding with the official opentelemetry-proto (tests/otel), and a
+#      Triton traced with mode=opentelemetry whose spans join the trace; the
+#      status page in headless Chromium, two replicas, one killed
+#      (tests/status; screenshot target/status-page.png);
 #   8. the proxy benchmark's smoke run (scripts/bench-proxy.sh --smoke): fails
 #      when a ratio against nginx or against direct Triton access falls below
 #      half its target on the best of its rounds, on two runs in a row (one
@@ -148,6 +153,26 @@ fi
 
 step "getting-started examples (examples/README.md)"
 TENSORGATE_BIN="$BIN" bash examples/run.sh
+
+step "OpenTelemetry traces against a real OTLP/HTTP receiver (tests/otel/check_traces.py)"
+TENSORGATE_BIN="$BIN" bash scripts/otel.sh python tests/otel/check_traces.py
+
+step "Triton 2.51's OpenTelemetry spans in tensorgate's trace (tests/otel/check_triton.py)"
+rc=0
+TENSORGATE_BIN="$BIN" bash scripts/otel.sh python tests/otel/check_triton.py || rc=$?
+case $rc in
+  0) ;;
+  2) skip "tests/otel/check_triton.py: Triton did not start" ;;
+  *) exit "$rc" ;;
+esac
+
+step "the status page in headless Chromium: two replicas, one killed (tests/status/check_page.py)"
+if command -v chromium >/dev/null 2>&1; then
+  TENSORGATE_BIN="$BIN" python3 tests/status/check_page.py
+else
+  [ -n "${CI:-}" ] && { echo "no chromium (scripts/setup.sh installs it)" >&2; exit 1; }
+  skip "tests/status/check_page.py: no chromium"
+fi
 
 step "proxy benchmark smoke (ratios at least half their targets)"
 stop_backends

@@ -187,6 +187,8 @@ async fn run(args: ServeArgs) -> Result<(), String> {
             listen: args.listen,
             admin_listen: args.admin_listen,
             tls: args.tls_cert.clone().zip(args.tls_key.clone()),
+            otel_endpoint: args.otel_endpoint.clone(),
+            otel_sample_ratio: args.otel_sample_ratio,
         },
     };
     let loaded = loader.load().map_err(|e| match &args.config {
@@ -232,8 +234,17 @@ async fn run(args: ServeArgs) -> Result<(), String> {
         let _ = stop.send(true);
     });
     let hangups = tokio::spawn(forward_hangups(hangups, reloads));
+    let live = running.live.clone();
     running.wait().await;
     hangups.abort();
+    // The spans still queued go to the collector before the process ends
+    // (the export runs on this runtime: wait for it off its threads).
+    if let Some(pipeline) = live.current().pipeline().cloned() {
+        let flushed = tokio::task::spawn_blocking(move || {
+            pipeline.shutdown(std::time::Duration::from_secs(5));
+        });
+        let _ = flushed.await;
+    }
     access::flush(std::time::Duration::from_secs(2));
     if let Some(demo) = demo {
         let _ = demo.shutdown().await;

@@ -9,6 +9,7 @@
 mod process;
 mod replicas;
 mod store;
+pub mod window;
 
 use std::collections::HashMap;
 use std::sync::{Arc, OnceLock, RwLock};
@@ -93,6 +94,16 @@ pub struct RouteMetrics {
     duration: [OnceLock<Histogram>; Kind::ALL.len()],
     request_duration: HistogramVec,
     route: String,
+    /// The status page's view of the route (kept across reloads).
+    pub tally: Arc<RouteTally>,
+}
+
+/// What the status page shows of a route: its last minute, and the
+/// requests its rate limits refused since start.
+#[derive(Debug, Default)]
+pub struct RouteTally {
+    pub window: window::Window,
+    pub rate_limited: std::sync::atomic::AtomicU64,
 }
 
 /// A route's latency series to one of its backends.
@@ -133,6 +144,9 @@ impl std::ops::Deref for Metrics {
 pub struct MetricFamilies {
     /// Resolved series per route name.
     routes: Arc<RwLock<HashMap<String, Arc<RouteMetrics>>>>,
+    /// The status page's tallies per route name: unlike the resolved
+    /// series, never forgotten on a reload (a route keeps its last minute).
+    tallies: std::sync::Mutex<HashMap<String, Arc<RouteTally>>>,
     registry: Registry,
     pub requests: IntCounterVec,
     pub request_duration: HistogramVec,
@@ -219,6 +233,7 @@ impl Metrics {
         r.register(Box::new(in_flight.clone()))?;
         Ok(Metrics(Arc::new(MetricFamilies {
             routes: Arc::default(),
+            tallies: std::sync::Mutex::default(),
             registry: registry.clone(),
             requests: counter(
                 r,
@@ -427,6 +442,13 @@ impl Metrics {
             duration: Default::default(),
             request_duration: self.request_duration.clone(),
             route: route.to_owned(),
+            tally: self
+                .tallies
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .entry(route.to_owned())
+                .or_default()
+                .clone(),
         });
         self.routes
             .write()

@@ -5,7 +5,7 @@
 # hardware counters. Use it to decide small changes on the request path.
 #
 #   bash scripts/bench/instructions.sh [--bin PATH] [--requests N] [--top K]
-#        [--nginx] [get|infer]...
+#        [--gw-arg ARG]... [--nginx] [get|infer]...
 #
 # Starts the demo backend and the gateway (under callgrind) on loopback,
 # sends 200 warm-up requests, zeroes the counts, sends N (default 1000)
@@ -14,6 +14,8 @@
 # with the largest inclusive cost per request below half the total (the
 # runtime's and the connection's outer frames are left out). `get` is `GET /v2/models/simple`
 # (passthrough); `infer` is the small JSON infer of scripts/bench/infer.lua.
+# Each --gw-arg is passed to the gateway (e.g. --gw-arg --otel-endpoint
+# --gw-arg http://127.0.0.1:4318 for the cost of traces).
 #
 # --nginx: then the same for nginx in front of the same backend, counted the
 # same way: the configuration of scripts/bench/nginx.sh (keep-alive
@@ -32,12 +34,14 @@ BIN=target/release/tensorgate
 REQUESTS=1000
 TOP=25
 CASES=()
+GW_ARGS=()
 NGINX=0
 while [ $# -gt 0 ]; do
   case $1 in
   --bin) BIN=$2 && shift 2 ;;
   --requests) REQUESTS=$2 && shift 2 ;;
   --top) TOP=$2 && shift 2 ;;
+  --gw-arg) GW_ARGS+=("$2") && shift 2 ;;
   --nginx) NGINX=1 && shift ;;
   get | infer) CASES+=("$1") && shift ;;
   *) bench_die "unknown argument $1" ;;
@@ -106,7 +110,8 @@ for case in "${CASES[@]}"; do
   admin=$(free_port)
   callgrind gateway "$case"
   start_bg "$WORK/gateway-$case.log" "${VG[@]}" \
-    "$BIN" --backend "http://127.0.0.1:$demo_port" --listen "127.0.0.1:$port" --admin-listen "127.0.0.1:$admin"
+    "$BIN" --backend "http://127.0.0.1:$demo_port" --listen "127.0.0.1:$port" --admin-listen "127.0.0.1:$admin" \
+    ${GW_ARGS[@]+"${GW_ARGS[@]}"}
   count gateway "$case" "$BG_PID" "$port" "$case" "$BIN"
 done
 

@@ -92,7 +92,28 @@ pub struct ServeArgs {
     /// The private key of --tls-cert (PEM); overrides `server.tls.key_file`.
     #[arg(long, value_name = "FILE", requires = "tls_cert")]
     pub tls_key: Option<PathBuf>,
+    /// Send OpenTelemetry traces over OTLP/HTTP (protobuf) to this
+    /// receiver: spans go to URL/v1/traces (e.g. http://127.0.0.1:4318,
+    /// an OpenTelemetry Collector, Jaeger or Tempo). Overrides
+    /// `[tracing] endpoint` and turns tracing on; without a `[tracing]`
+    /// table, sampling follows the caller's `traceparent` and records
+    /// every new trace (ratio 1.0).
+    #[arg(long, value_name = "URL", env = "TENSORGATE_OTEL_ENDPOINT", value_parser = crate::config::tracing::parse_endpoint)]
+    pub otel_endpoint: Option<http::Uri>,
+    /// The share of new traces recorded, from 0 to 1; overrides
+    /// `[tracing] sample_ratio` (a caller's sampled `traceparent` is
+    /// still followed while `parent_based` is on).
+    #[arg(long, value_name = "RATIO", value_parser = sample_ratio)]
+    pub otel_sample_ratio: Option<f64>,
     /// Log format.
     #[arg(long, value_enum, default_value_t = LogFormat::Pretty, env = "TENSORGATE_LOG_FORMAT")]
     pub log_format: LogFormat,
+}
+
+/// `--otel-sample-ratio`: a number from 0 to 1.
+fn sample_ratio(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(r) if (0.0..=1.0).contains(&r) => Ok(r),
+        _ => Err(format!("{text:?} is not a number from 0 to 1")),
+    }
 }

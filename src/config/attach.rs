@@ -45,6 +45,7 @@ pub(super) fn config(
         server,
         backends,
         routes: routes.into_iter().map(Arc::new).collect(),
+        tracing: None,
         rate_limit_store: None,
     }
 }

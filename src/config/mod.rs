@@ -22,6 +22,7 @@ mod route;
 mod server;
 mod store;
 mod tls;
+pub mod tracing;
 mod validate;
 
 use std::collections::BTreeMap;
@@ -40,6 +41,7 @@ pub use route::{Control, Route, Shadow, Weighted, WireFormat};
 pub use server::{DEFAULT_ADMIN_LISTEN, DEFAULT_LISTEN, Limits, Readyz, ServerConfig};
 pub use store::{OnStoreError, RateLimitStore, StoreUrl};
 pub use tls::{BackendTls, ClientAuth, Identity, PemFile, ServerTls, ServerTlsFiles};
+pub use tracing::Tracing;
 
 /// The whole, validated configuration.
 #[derive(Clone, Debug)]
@@ -48,6 +50,8 @@ pub struct Config {
     pub backends: BTreeMap<String, Arc<Backend>>,
     /// Routes in file order; the first one listing a model wins.
     pub routes: Vec<Arc<Route>>,
+    /// `[tracing]`: OpenTelemetry traces, when on.
+    pub tracing: Option<Tracing>,
     /// `[rate_limit_store]`: the buckets shared with other gateways;
     /// `None`, each gateway keeps its own.
     pub rate_limit_store: Option<RateLimitStore>,

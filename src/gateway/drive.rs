@@ -43,7 +43,7 @@ use crate::http::headers::strip_credentials;
 use crate::http::wire::{BodyClock, Wire};
 use crate::infer::split;
 use crate::metrics::Kind;
-use crate::observe::{Observation, Start, ensure_request_id};
+use crate::observe::{Observation, Start, ensure_request_id, traced_request_id};
 use std::future::Future;
 use std::pin::Pin;
 
@@ -56,7 +56,15 @@ impl Gateway {
     /// Serves one request; every error becomes its response here, and every
     /// request is observed.
     pub fn handle(&self, mut req: Request<Incoming>) -> Handling {
-        let request_id = ensure_request_id(req.headers_mut());
+        let trace = self
+            .shared
+            .pipeline
+            .as_ref()
+            .map(|p| p.request(req.headers()));
+        let request_id = match trace.as_ref().filter(|t| t.sampled()) {
+            Some(t) => traced_request_id(req.headers_mut(), t),
+            None => ensure_request_id(req.headers_mut()),
+        };
         let backend_hint = split::take_hint(req.headers_mut());
         let endpoint = dispatch::endpoint(&req, &self.shared.prefixes);
         let obs = Observation::start(Start {
@@ -68,6 +76,7 @@ impl Gateway {
             method: req.method().clone(),
             path: req.uri().path(),
             backend_hint,
+            trace,
         });
         let gw = self.clone();
         match endpoint {

@@ -27,6 +27,7 @@ use crate::http::spool::{DiskBudget, SpoolLimits};
 use crate::infer::shadow::Mirror;
 use crate::infer::{self, Client};
 use crate::metrics::Metrics;
+use crate::otel::Pipeline;
 use crate::upstream::Upstream;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -55,6 +56,8 @@ pub struct Shared {
     registry: Arc<guard::Registry>,
     /// This configuration's limits, with the registry's buckets.
     limits: guard::Table,
+    /// The trace pipeline of `[tracing]`, when on.
+    pipeline: Option<Arc<Pipeline>>,
     /// Whether the gateway takes traffic: false from the shutdown signal
     /// on (what `/readyz` and the gRPC health service say). Kept across
     /// reloads.
@@ -94,6 +97,36 @@ fn clients(
         .collect()
 }
 
+/// The trace pipeline for `tracing`: `before`'s when its settings are the
+/// same, else a new one. One that cannot start is logged, and the gateway
+/// runs without traces.
+fn pipeline(
+    tracing: Option<&crate::config::Tracing>,
+    before: Option<&Arc<Pipeline>>,
+    kept: &mut Kept,
+) -> Option<Arc<Pipeline>> {
+    let settings = tracing?;
+    if let Some(p) = before.filter(|p| p.settings() == settings) {
+        kept.tracing = true;
+        return Some(p.clone());
+    }
+    match Pipeline::start(settings) {
+        Ok(p) => {
+            tracing::info!(
+                endpoint = settings.traces_url(),
+                sample_ratio = settings.sample_ratio,
+                parent_based = settings.parent_based,
+                "tracing: OTLP/HTTP export on"
+            );
+            Some(p)
+        }
+        Err(e) => {
+            tracing::error!(error = %e, "tracing: cannot start; running without traces");
+            None
+        }
+    }
+}
+
 /// Each route's shadow, sending through `clients`.
 pub fn shadows(
     config: &Config,
@@ -128,6 +161,8 @@ pub struct Kept {
     pub rebuilt: usize,
     /// Whether the request slots were kept (limits unchanged).
     pub admission: bool,
+    /// Whether the trace pipeline was kept (`[tracing]` unchanged).
+    pub tracing: bool,
 }
 
 impl Gateway {
@@ -225,7 +260,10 @@ impl Gateway {
             _ => Arc::new(Unverified::new(server.max_unverified_body_bytes)),
         };
         let serving = before.map_or_else(|| Arc::new(AtomicBool::new(true)), |s| s.serving.clone());
+        let before = before.and_then(|s| s.pipeline.as_ref());
+        let pipeline = pipeline(config.tracing.as_ref(), before, &mut kept);
         let shared = Arc::new(Shared {
+            pipeline,
             serving,
             prefixes: dispatch::Prefixes::new(&config),
             limits: registry.table(&config, Some(&metrics)),
@@ -277,6 +315,16 @@ impl Gateway {
     /// The upstream of backend `name`.
     pub fn upstream(&self, name: &str) -> Option<&Upstream> {
         self.shared.clients.get(name).map(|c| &c.upstream)
+    }
+
+    /// The shadow of route `name`, when it has one.
+    pub fn shadow(&self, name: &str) -> Option<&Mirror> {
+        self.shared.shadows.get(name)
+    }
+
+    /// The trace pipeline, when tracing is on.
+    pub fn pipeline(&self) -> Option<&Arc<Pipeline>> {
+        self.shared.pipeline.as_ref()
     }
 
     /// The rate-limit buckets, to hand to the gateway of a reloaded

@@ -21,7 +21,8 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use crate::config::Shadow;
 use crate::guard::admission::Admission;
 use crate::metrics::{Metrics, SHADOW_OUTCOMES};
-use crate::upstream::{OutBody, Outgoing, Upstream};
+use crate::trace::{self, Attribute, Trace};
+use crate::upstream::{OutBody, Outgoing, Upstream, UpstreamError, Watch};
 
 /// The header a shadow copy carries, so the shadow backend's logs can tell.
 pub const SHADOW_HEADER: &str = "x-tensorgate-shadow";
@@ -48,13 +49,43 @@ pub struct Copy {
     inner: Arc<Inner>,
     out: Outgoing,
     permit: OwnedSemaphorePermit,
+    /// What the copy's upstream attempts report to: its own span, not the
+    /// client request's (a shadow's stalls are not the client's).
+    watch: Option<Arc<dyn Watch>>,
 }
 
+/// A copy's own span (a child of the request's, in a sampled trace) and
+/// the request id its log lines carry.
+#[derive(Debug)]
+struct ShadowWatch {
+    span: Trace,
+    request_id: String,
+}
+
+impl Watch for ShadowWatch {
+    fn request_id(&self) -> &str {
+        &self.request_id
+    }
+
+    fn stalled(&self, _e: &UpstreamError) {}
+
+    fn trace(&self) -> Option<&Trace> {
+        Some(&self.span)
+    }
+}
+
+#[derive(Clone, Copy)]
 enum Outcome {
     Ok,
     ErrorStatus,
     Failed,
     Dropped,
+}
+
+impl Outcome {
+    fn label(self) -> &'static str {
+        SHADOW_OUTCOMES[self as usize]
+    }
 }
 
 impl Mirror {
@@ -79,20 +110,52 @@ impl Mirror {
         }
     }
 
+    /// The shadow backend's name.
+    pub fn backend(&self) -> &str {
+        self.inner.upstream.name()
+    }
+
+    /// Copies dropped since start (the shadow full, or the gateway close
+    /// to shedding).
+    pub fn dropped(&self) -> u64 {
+        self.inner.outcomes[Outcome::Dropped as usize].get()
+    }
+
     /// A copy of `out` (an infer with its body in hand), or `None` when it
     /// is dropped: the shadow has `max_in_flight` copies out, or the
-    /// gateway is close to shedding.
-    pub fn copy(&self, out: &Outgoing) -> Option<Copy> {
+    /// gateway is close to shedding. In a sampled trace the copy gets a
+    /// span of its own under `parent` (a dropped one too, ended at once).
+    pub fn copy(&self, out: &Outgoing, parent: Option<&Trace>) -> Option<Copy> {
         let OutBody::Chunks(chunks) = &out.body else {
             return None;
         };
+        let span = parent.and_then(|p| {
+            let attributes = vec![
+                Attribute::new(trace::BACKEND, self.inner.upstream.name().to_owned()),
+                Attribute::new(trace::MODEL, out.model.clone().unwrap_or_default()),
+            ];
+            let name = format!("{} {}", trace::SPAN_SHADOW, self.inner.upstream.name());
+            p.child(name, trace::Kind::Internal, attributes)
+        });
         let permit = match self.inner.slots.clone().try_acquire_owned() {
             Ok(p) if !self.inner.admission.busy() => p,
             _ => {
                 self.inner.count(Outcome::Dropped);
+                if let Some(span) = span {
+                    end_span(&span, Outcome::Dropped);
+                }
                 return None;
             }
         };
+        let watch = span.map(|span| {
+            let request_id = out
+                .headers
+                .get(crate::http::headers::REQUEST_ID)
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or("")
+                .to_owned();
+            Arc::new(ShadowWatch { span, request_id }) as Arc<dyn Watch>
+        });
         let mut headers = out.headers.clone();
         headers.insert(SHADOW_HEADER, HeaderValue::from_static("1"));
         Some(Copy {
@@ -108,6 +171,7 @@ impl Mirror {
                 deadline: None,
             },
             permit,
+            watch,
         })
     }
 }
@@ -117,10 +181,15 @@ impl Copy {
     /// shadow backend's request timeout) and dropped.
     pub fn start(self) {
         tokio::spawn(async move {
-            let Copy { inner, out, permit } = self;
+            let Copy {
+                inner,
+                out,
+                permit,
+                watch,
+            } = self;
             let started = Instant::now();
             let limit = inner.upstream.backend.request_timeout;
-            let outcome = match inner.upstream.send(out, None).await {
+            let outcome = match inner.upstream.send(out, watch.clone()).await {
                 Ok(resp) => {
                     let status = resp.status();
                     match drain(resp.into_body(), limit).await {
@@ -133,9 +202,21 @@ impl Copy {
             };
             inner.duration.observe(started.elapsed().as_secs_f64());
             inner.count(outcome);
+            if let Some(span) = watch.as_ref().and_then(|w| w.trace()) {
+                end_span(span, outcome);
+            }
             drop(permit);
         });
     }
+}
+
+/// Ends a copy's span with its outcome (failed unless it went well).
+fn end_span(span: &Trace, outcome: Outcome) {
+    span.set_attributes([Attribute::new(trace::SHADOW_OUTCOME, outcome.label())]);
+    if !matches!(outcome, Outcome::Ok) {
+        span.fail(outcome.label());
+    }
+    span.end();
 }
 
 impl Inner {

@@ -10,7 +10,7 @@ mod status;
 
 use metered::Leg;
 pub use metered::Metered;
-pub use request_id::ensure_request_id;
+pub use request_id::{ensure_request_id, traced_request_id};
 pub use status::{CLIENT_CLOSED, status_label};
 
 use std::sync::Arc;
@@ -31,6 +31,7 @@ use crate::guard::{Caller, Refusal, Unit};
 use crate::http::client_body::WireMeter;
 use crate::http::headers::REQUEST_ID;
 use crate::metrics::{Kind, Metrics, RouteMetrics};
+use crate::trace::{self, Trace};
 use crate::upstream::Watch;
 
 #[derive(Debug, Default)]
@@ -41,6 +42,8 @@ struct Totals {
     client_out: AtomicU64,
     first_byte_us: AtomicU64,
     upstream_total_us: AtomicU64,
+    elements_in: AtomicU64,
+    elements_out: AtomicU64,
 }
 
 #[derive(Debug)]
@@ -72,6 +75,10 @@ struct Inner {
     backend_hint: Option<String>,
     /// Set once the caller is checked (`gateway::guard`).
     caller: OnceLock<Caller>,
+    /// The request's server span, when tracing is on.
+    trace: Option<Trace>,
+    /// What failed, for a sampled trace's span.
+    failure: OnceLock<String>,
     /// The client's own deadline, when its protocol carries one (gRPC's
     /// `grpc-timeout`).
     deadline: OnceLock<Instant>,
@@ -107,6 +114,8 @@ pub struct Start<'a> {
     pub path: &'a str,
     /// `x-tensorgate-backend`, when the client sent it.
     pub backend_hint: Option<String>,
+    /// The request's server span, when tracing is on.
+    pub trace: Option<Trace>,
 }
 
 /// Which way a payload was translated: the `direction` label of the
@@ -150,6 +159,8 @@ impl Observation {
                 backend: AtomicUsize::new(usize::MAX),
                 backend_hint: s.backend_hint,
                 caller: OnceLock::new(),
+                trace: s.trace,
+                failure: OnceLock::new(),
                 deadline: OnceLock::new(),
             }),
         };
@@ -281,6 +292,11 @@ impl Observation {
         &self.inner.request_id
     }
 
+    /// The request's server span, when tracing is on (sampled or not).
+    pub fn trace(&self) -> Option<&Trace> {
+        self.inner.trace.as_ref()
+    }
+
     pub fn client_in(&self, n: u64) {
         WireMeter::client_in(&*self.inner, n);
     }
@@ -310,6 +326,12 @@ impl Observation {
 
     /// Elements of translated tensors.
     pub fn elements(&self, direction: Direction, n: u64) {
+        let t = &self.inner.totals;
+        let total = match direction {
+            Direction::Request => &t.elements_in,
+            Direction::Response => &t.elements_out,
+        };
+        total.fetch_add(n, Ordering::Relaxed);
         if n > 0 {
             self.inner
                 .metrics
@@ -319,8 +341,30 @@ impl Observation {
         }
     }
 
-    /// Time spent converting a payload.
+    /// Time spent converting a payload: a span of its own in a sampled
+    /// trace, ending now.
     pub fn translation(&self, direction: Direction, d: Duration) {
+        if let Some(t) = self.inner.trace.as_ref().filter(|t| t.sampled()) {
+            let end = std::time::SystemTime::now();
+            let name = match direction {
+                Direction::Request => trace::SPAN_CONVERT_REQUEST,
+                Direction::Response => trace::SPAN_CONVERT_RESPONSE,
+            };
+            let t_ = &self.inner.totals;
+            let elements = match direction {
+                Direction::Request => &t_.elements_in,
+                Direction::Response => &t_.elements_out,
+            };
+            let attributes = vec![
+                trace::Attribute::new(trace::ROUTE, self.route().to_owned()),
+                trace::Attribute::new(trace::DIRECTION, direction.label()),
+                trace::Attribute::new(
+                    trace::ELEMENTS,
+                    i64::try_from(elements.load(Ordering::Relaxed)).unwrap_or(i64::MAX),
+                ),
+            ];
+            t.interval(name, end.checked_sub(d).unwrap_or(end), end, attributes);
+        }
         self.inner
             .metrics
             .translation_duration
@@ -358,6 +402,9 @@ impl Observation {
     /// Counts what an error says about rules, backends, credentials and
     /// rate limits: once per request, from its class.
     pub fn error(&self, e: &Error) {
+        if self.inner.trace.as_ref().is_some_and(Trace::sampled) {
+            let _ = self.inner.failure.set(e.to_string());
+        }
         self.inner.error(&e.class(), e.violated());
     }
 

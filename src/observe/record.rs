@@ -7,6 +7,7 @@ use super::{CLIENT_CLOSED, Inner, NO_ROUTE, status_label};
 use crate::error::{Class, Classify, TensorLabel, UpstreamKind, Violated};
 use crate::http::client_body::WireMeter;
 use crate::metrics::RouteMetrics;
+use crate::trace::{self, Attribute, Trace};
 use crate::upstream::{UpstreamError, Watch};
 
 impl Inner {
@@ -62,6 +63,7 @@ impl Inner {
                 m.rate_limited
                     .with_label_values(&[self.route(), key, unit.label()])
                     .inc();
+                self.rm().tally.rate_limited.fetch_add(1, Ordering::Relaxed);
             }
             _ => {}
         }
@@ -101,7 +103,11 @@ impl Inner {
             .with_label_values(&[route, self.kind.label(), status_label(status)])
             .inc();
         rm.duration(self.kind).observe(elapsed.as_secs_f64());
+        rm.tally.window.record(elapsed, status >= 500);
         let t = &self.totals;
+        if let Some(trace) = &self.trace {
+            self.end_span(trace, status, completed);
+        }
         if !tracing::enabled!(target: "tensorgate::access", tracing::Level::INFO) {
             return;
         }
@@ -141,6 +147,53 @@ impl Inner {
     }
 }
 
+impl Inner {
+    /// Ends the request's server span with what the request came to.
+    fn end_span(&self, trace: &Trace, status: u16, completed: bool) {
+        if !trace.sampled() {
+            return;
+        }
+        let (route, model) = self.bound.get().map_or((NO_ROUTE, ""), |b| {
+            (b.route.name.as_str(), b.model.as_str())
+        });
+        let t = &self.totals;
+        let n = |a: &std::sync::atomic::AtomicU64| {
+            i64::try_from(a.load(Ordering::Relaxed)).unwrap_or(i64::MAX)
+        };
+        let mut attributes = vec![
+            Attribute::new(trace::HTTP_METHOD, self.method.as_str().to_owned()),
+            Attribute::new(trace::URL_PATH, self.path.clone()),
+            Attribute::new(trace::HTTP_STATUS, i64::from(status)),
+            Attribute::new(trace::ROUTE, route.to_owned()),
+            Attribute::new(trace::MODEL, model.to_owned()),
+            Attribute::new(trace::FRONTEND, self.kind.label()),
+            Attribute::new(trace::COMPLETED, completed),
+            Attribute::new(trace::CLIENT_BYTES_IN, n(&t.client_in)),
+            Attribute::new(trace::BACKEND_BYTES_OUT, n(&t.backend_out)),
+            Attribute::new(trace::BACKEND_BYTES_IN, n(&t.backend_in)),
+            Attribute::new(trace::CLIENT_BYTES_OUT, n(&t.client_out)),
+            Attribute::new(trace::ELEMENTS_IN, n(&t.elements_in)),
+            Attribute::new(trace::ELEMENTS_OUT, n(&t.elements_out)),
+        ];
+        if let Some(b) = self.backend() {
+            attributes.push(Attribute::new(trace::BACKEND, b.to_owned()));
+        }
+        if let Some(key) = self.caller.get().and_then(|c| c.key.as_deref()) {
+            attributes.push(Attribute::new(trace::KEY, key.to_owned()));
+        }
+        trace.set_attributes(attributes);
+        trace.rename(format!("{} {route}", self.method));
+        // A server span is failed by a 5xx (the semantic conventions' rule:
+        // a 4xx is the client's error, not the server's).
+        if status >= 500 {
+            trace.set_attributes([Attribute::new(trace::ERROR_TYPE, status.to_string())]);
+            let why = self.failure.get().cloned().unwrap_or_default();
+            trace.fail(why);
+        }
+        trace.end();
+    }
+}
+
 impl WireMeter for Inner {
     fn client_in(&self, n: u64) {
         self.totals.client_in.fetch_add(n, Ordering::Relaxed);
@@ -151,6 +204,10 @@ impl WireMeter for Inner {
 impl Watch for Inner {
     fn request_id(&self) -> &str {
         self.request_id.to_str().unwrap_or("")
+    }
+
+    fn trace(&self) -> Option<&Trace> {
+        self.trace.as_ref()
     }
 
     fn stalled(&self, e: &UpstreamError) {

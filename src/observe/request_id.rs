@@ -1,11 +1,14 @@
-//! The request id: the client's `x-request-id` when it sends a usable one,
-//! else a new one, unique per process run and not guessable across runs.
+//! The request id: the trace id of a request whose trace is recorded (so
+//! the access log, the backend and the client all name the trace);
+//! otherwise the client's `x-request-id` when it sends a usable one, else
+//! a new one, unique per process run and not guessable across runs.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use http::{HeaderMap, HeaderValue};
 
 use crate::http::headers::REQUEST_ID;
+use crate::trace::{Attribute, CLIENT_REQUEST_ID, Trace};
 
 /// Returns the client's request id, or sets a new one.
 pub fn ensure_request_id(headers: &mut HeaderMap) -> HeaderValue {
@@ -16,6 +19,21 @@ pub fn ensure_request_id(headers: &mut HeaderMap) -> HeaderValue {
         return v.clone();
     }
     let id = new_request_id();
+    headers.insert(REQUEST_ID, id.clone());
+    id
+}
+
+/// The request id of a request whose trace is recorded: its trace id,
+/// set as `x-request-id` for the backend. A different id the client sent
+/// goes on the request's span (`tensorgate.client_request_id`).
+pub fn traced_request_id(headers: &mut HeaderMap, trace: &Trace) -> HeaderValue {
+    let id = trace.request_id();
+    if let Some(own) = headers.get(&REQUEST_ID).filter(|v| **v != id)
+        && let Ok(text) = own.to_str()
+    {
+        let text: String = text.chars().take(200).collect();
+        trace.set_attributes([Attribute::new(CLIENT_REQUEST_ID, text)]);
+    }
     headers.insert(REQUEST_ID, id.clone());
     id
 }

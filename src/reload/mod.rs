@@ -19,7 +19,9 @@ use crate::config::{ConfigError, ConfigErrors, ServerConfig};
 use crate::gateway::Kept;
 use crate::gateway::live::Live;
 use crate::metrics::Metrics;
+use crate::server::status::{LastReload, ReloadLog};
 use crate::server::{Running, TlsSettings};
+use std::sync::Arc;
 
 pub use source::{Loaded, Loader, Overrides, Source, WatchedFile, file_hash, load_file};
 pub use watch::{Handle, POLL_INTERVAL, spawn};
@@ -31,6 +33,8 @@ pub struct Reloader {
     live: Live,
     tls: Option<TlsSettings>,
     metrics: Metrics,
+    /// What the status page shows of reloads.
+    log: Arc<ReloadLog>,
 }
 
 /// A reload that took effect.
@@ -57,6 +61,7 @@ impl Reloader {
             live: running.live.clone(),
             tls: running.tls.clone(),
             metrics,
+            log: running.reloads.clone(),
         }
     }
 
@@ -105,6 +110,15 @@ impl Reloader {
     }
 
     fn report(&self, cause: &'static str, result: &Result<Reloaded, ConfigErrors>) {
+        self.log.record(LastReload {
+            at: std::time::SystemTime::now(),
+            cause,
+            applied: result.is_ok(),
+            problems: match result {
+                Ok(_) => Vec::new(),
+                Err(errors) => errors.0.iter().map(ToString::to_string).collect(),
+            },
+        });
         match result {
             Ok(r) => {
                 self.metrics

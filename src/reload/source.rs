@@ -1,13 +1,14 @@
 //! Where a configuration comes from, every time it is loaded: a file, or a
 //! value built once (the demo, `--backend`); then the command line's
-//! overrides (`--listen`, `--admin-listen`, `--tls-cert`, `--tls-key`),
+//! overrides (`--listen`, `--admin-listen`, `--tls-cert`, `--tls-key`,
+//! `--otel-endpoint`),
 //! applied to every load alike, so that a reload compares like with like.
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use crate::config::{self, ClientAuth, Config, ConfigError, ConfigErrors, ServerTlsFiles};
+use crate::config::{self, ClientAuth, Config, ConfigError, ConfigErrors, ServerTlsFiles, Tracing};
 
 /// The configuration's origin.
 #[derive(Clone, Debug)]
@@ -27,6 +28,12 @@ pub struct Overrides {
     /// `--tls-cert` and `--tls-key`: TLS on the data port with these files
     /// (client-certificate settings, if any, stay the file's).
     pub tls: Option<(PathBuf, PathBuf)>,
+    /// `--otel-endpoint`: traces on, to this OTLP receiver (the file's
+    /// other `[tracing]` keys, if any, stay).
+    pub otel_endpoint: Option<http::Uri>,
+    /// `--otel-sample-ratio`: the ratio of new traces recorded, while
+    /// tracing is on.
+    pub otel_sample_ratio: Option<f64>,
 }
 
 /// How to load the configuration.
@@ -102,6 +109,17 @@ impl Loader {
         }
         if let Some(admin) = o.admin_listen {
             config.server.admin_listen = admin;
+        }
+        if let Some(endpoint) = &o.otel_endpoint {
+            let mut t = config
+                .tracing
+                .take()
+                .unwrap_or_else(|| Tracing::new(endpoint.clone()));
+            t.endpoint = endpoint.clone();
+            config.tracing = Some(t);
+        }
+        if let (Some(ratio), Some(t)) = (o.otel_sample_ratio, &mut config.tracing) {
+            t.sample_ratio = ratio;
         }
         if let Some((cert, key)) = &o.tls {
             let client = config

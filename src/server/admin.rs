@@ -1,6 +1,7 @@
 //! The admin port: `/healthz`, `/readyz` (503 from the shutdown signal
 //! on, and — with `server.readyz` set so — while routes have no ready
-//! replica), `/metrics`. HTTP/1 only, at most [`MAX_CONNECTIONS`] connections,
+//! replica), `/metrics`, the status page `/` and its JSON `/status`
+//! ([`super::status`]). HTTP/1 only, at most [`MAX_CONNECTIONS`] connections,
 //! each closed if it sends no request head within the handshake timeout;
 //! accept errors back off like the data port's. Never touches the data
 //! path.
@@ -21,6 +22,7 @@ use tokio::task::JoinSet;
 
 use super::accept::{Backoff, admit};
 use super::conn::until_true;
+use super::status::{Board, PAGE, status};
 use crate::gateway::live::Live;
 use crate::http::body::{Body, full};
 use crate::metrics::Metrics;
@@ -38,8 +40,11 @@ const CLOSE_GRACE: Duration = Duration::from_secs(1);
 pub struct AdminState {
     pub ready: Arc<AtomicBool>,
     pub metrics: Metrics,
-    /// Asked whether its routes can serve (`server.readyz`).
+    /// Asked whether its routes can serve (`server.readyz`), and what the
+    /// status shows.
     pub gateway: Option<Live>,
+    /// The rest of the status (listeners, reloads).
+    pub board: Arc<Board>,
 }
 
 /// Serves the admin port until `stop` turns true.
@@ -120,6 +125,21 @@ fn routes_ready(gateway: Option<&Live>) -> (StatusCode, Bytes) {
 }
 
 fn respond(req: &Request<Incoming>, state: &AdminState) -> Response<Body> {
+    match (req.uri().path(), &state.gateway) {
+        ("/", _) => {
+            return typed(
+                Bytes::from_static(PAGE.as_bytes()),
+                "text/html; charset=utf-8",
+            );
+        }
+        ("/status", Some(live)) => {
+            let hash = state.metrics.config_hash.get() as u64;
+            let body = status(&live.current(), &state.board, hash);
+            let bytes = serde_json::to_vec_pretty(&body).unwrap_or_default();
+            return typed(Bytes::from(bytes), "application/json");
+        }
+        _ => {}
+    }
     if req.uri().path() == "/metrics" {
         let mut resp = Response::new(full(state.metrics.encode()));
         resp.headers_mut().insert(
@@ -145,6 +165,18 @@ fn respond(req: &Request<Incoming>, state: &AdminState) -> Response<Body> {
     resp.headers_mut().insert(
         header::CONTENT_TYPE,
         header::HeaderValue::from_static("application/json"),
+    );
+    resp
+}
+
+/// A 200 with `body` of type `kind`, never cached (it is live).
+fn typed(body: Bytes, kind: &'static str) -> Response<Body> {
+    let mut resp = Response::new(full(body));
+    let h = resp.headers_mut();
+    h.insert(header::CONTENT_TYPE, header::HeaderValue::from_static(kind));
+    h.insert(
+        header::CACHE_CONTROL,
+        header::HeaderValue::from_static("no-store"),
     );
     resp
 }

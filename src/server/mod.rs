@@ -1,5 +1,5 @@
 //! Listeners and lifecycle: the data port (the gateway), the admin port
-//! (`/healthz`, `/readyz`, `/metrics`), and what bounds each client
+//! (`/healthz`, `/readyz`, `/metrics`, the status page), and what bounds each client
 //! connection before and between requests — the connection cap, the
 //! handshake and idle limits, accept backoff, the longest wait for a client
 //! to take reply bytes ([`send`]) — and the shutdown order
@@ -14,11 +14,13 @@ mod data;
 mod io;
 mod send;
 mod sniff;
+pub mod status;
 mod tls;
 mod tracked;
 pub mod workers;
 
 use std::net::SocketAddr;
+use std::sync::Arc;
 
 use tokio::net::TcpListener;
 use tokio::sync::watch;
@@ -42,6 +44,8 @@ pub struct Running {
     /// The data port's TLS settings, when it speaks TLS; a reload
     /// replaces them.
     pub tls: Option<TlsSettings>,
+    /// What reloads came to, for the status page.
+    pub reloads: Arc<status::ReloadLog>,
     stop: watch::Sender<bool>,
     task: JoinHandle<()>,
 }
@@ -99,10 +103,18 @@ pub fn start_with_metrics(
     let live = Live::new(Gateway::new(config, metrics.clone()));
     // The gateway's own flag: the gRPC health service reads it too.
     let ready = live.current().serving().clone();
+    let reloads = Arc::new(status::ReloadLog::default());
+    let board = Arc::new(status::Board {
+        started: std::time::SystemTime::now(),
+        data: data_addr,
+        admin: admin_addr,
+        reloads: reloads.clone(),
+    });
     let state = admin::AdminState {
         ready: ready.clone(),
         metrics,
         gateway: Some(live.clone()),
+        board,
     };
     let admin_task = tokio::spawn(admin::serve(admin, state, head_timeout, admin_stopped));
     let (gateway, data_tls) = (live.clone(), tls.clone());
@@ -119,6 +131,7 @@ pub fn start_with_metrics(
         admin_addr,
         live,
         tls,
+        reloads,
         stop,
         task,
     })

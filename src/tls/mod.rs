@@ -16,7 +16,10 @@ use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use rustls::server::WebPkiClientVerifier;
 use rustls::{ClientConfig, RootCertStore, ServerConfig};
 
+mod expiry;
 mod settings;
+
+pub use expiry::not_after;
 
 pub use settings::{BackendTls, ClientAuth, Identity, PemFile, ServerTls};
 

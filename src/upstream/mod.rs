@@ -58,7 +58,7 @@ pub use body::{StreamCut, UpstreamBody};
 pub use connector::{Connector, connector};
 pub use error::UpstreamError;
 pub use pick::weighted;
-pub use replica::{Lease, Replica};
+pub use replica::{Condition, Lease, Replica};
 
 use crate::config::{Backend, Replicas};
 use crate::http::body::{Body, ChunksBody, empty};
@@ -77,11 +77,17 @@ pub struct Upstream {
 }
 
 /// What the caller of [`Upstream::send`] lets the upstream tell it about
-/// one client request: the request id its log lines carry, and a reply
-/// that stalled after it was handed over (counted against the request).
+/// one client request: the request id its log lines carry, a reply that
+/// stalled after it was handed over (counted against the request), and
+/// the trace its attempts belong to.
 pub trait Watch: Send + Sync + std::fmt::Debug {
     fn request_id(&self) -> &str;
     fn stalled(&self, e: &UpstreamError);
+    /// The span each attempt's span is a child of, and whose context the
+    /// backend is sent when no attempt span is made (an unsampled trace).
+    fn trace(&self) -> Option<&crate::trace::Trace> {
+        None
+    }
 }
 
 #[derive(Debug)]

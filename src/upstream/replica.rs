@@ -21,6 +21,7 @@ use super::queue::Queue;
 use crate::config::{Backend, Protocol, ServerConfig};
 use crate::error::UpstreamKind;
 use crate::http::body::Body;
+use crate::metrics::window::Window;
 use crate::metrics::{ReplicaFamilies, ReplicaSeries};
 
 /// A backend replica.
@@ -48,6 +49,30 @@ pub struct Replica {
     ready: Bits,
     not_ready: Bits,
     pub series: Option<ReplicaSeries>,
+    /// Its last minute of exchanges, for the status page.
+    pub window: Window,
+}
+
+/// What the status page says of a replica.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Condition {
+    /// Takes traffic, every followed model ready (as far as checks know).
+    Ready,
+    /// Out of rotation: its active checks fail, or it was ejected after
+    /// failing requests.
+    Ejected,
+    /// Up, but a followed model is not ready on it.
+    Unready,
+}
+
+impl Condition {
+    pub const fn label(self) -> &'static str {
+        match self {
+            Condition::Ready => "ready",
+            Condition::Ejected => "ejected",
+            Condition::Unready => "unready",
+        }
+    }
 }
 
 impl Replica {
@@ -81,7 +106,22 @@ impl Replica {
             queue: Queue::new(model_slots),
             ready: Bits::new(model_slots),
             not_ready: Bits::new(model_slots),
+            window: Window::default(),
         }
+    }
+
+    /// Its condition now, for the status page (and its health detail:
+    /// the state the metrics show).
+    pub fn condition(&self) -> (Condition, crate::metrics::ReplicaState) {
+        let state = self.health.state(super::now_ms());
+        let condition = if state != crate::metrics::ReplicaState::Healthy {
+            Condition::Ejected
+        } else if self.not_ready.count() > 0 {
+            Condition::Unready
+        } else {
+            Condition::Ready
+        };
+        (condition, state)
     }
 
     /// A replica at a configured URL (its authority is the `Host`).
@@ -233,6 +273,8 @@ pub struct Lease {
     pub replica: Arc<Replica>,
     started: Instant,
     permit: Option<OwnedSemaphorePermit>,
+    /// The exchange failed (or answered 5xx): an error in the window.
+    failed: bool,
 }
 
 impl Lease {
@@ -245,7 +287,13 @@ impl Lease {
             replica,
             started: Instant::now(),
             permit: None,
+            failed: false,
         }
+    }
+
+    /// Marks the exchange failed, for the replica's window.
+    pub fn fail(&mut self) {
+        self.failed = true;
     }
 
     /// Holds the connection slot the request is sent with.
@@ -260,9 +308,14 @@ impl Lease {
 impl Drop for Lease {
     fn drop(&mut self) {
         self.replica.in_flight.fetch_sub(1, Ordering::Relaxed);
+        let took = self.started.elapsed();
         if let Some(s) = &self.replica.series {
             s.in_flight.dec();
-            s.duration.observe(self.started.elapsed().as_secs_f64());
+            s.duration.observe(took.as_secs_f64());
+        }
+        // A lease that never took a slot sent nothing: not an exchange.
+        if self.permit.is_some() {
+            self.replica.window.record(took, self.failed);
         }
     }
 }

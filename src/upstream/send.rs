@@ -24,6 +24,7 @@ use crate::error::UpstreamKind;
 use crate::http::body::Body;
 use crate::http::headers::REQUEST_ID;
 use crate::metrics::RETRY_OUTCOMES;
+use crate::trace::{self, Attribute, Trace};
 
 /// The time a gRPC backend is given for a call.
 const GRPC_TIMEOUT: http::HeaderName = http::HeaderName::from_static("grpc-timeout");
@@ -91,8 +92,18 @@ impl Upstream {
                     out.headers.insert(GRPC_TIMEOUT, v);
                 }
             }
-            let req = request(replica, &mut out, again, own_host);
-            let (failure, early) = match self.attempt(replica, req, deadline, end.take()).await {
+            let span = AttemptSpan::start(obs, self.name(), replica, tried.len() - 1, &out);
+            let mut req = request(replica, &mut out, again, own_host);
+            span.inject(obs, req.headers_mut());
+            let attempt = self.attempt(replica, req, deadline, end.take()).await;
+            span.end(&attempt);
+            match &attempt {
+                Attempt::Answer { resp, .. } if !resp.status().is_server_error() => {}
+                // The client's own deadline is not the replica's error.
+                Attempt::TimedOut if client_first.is_some() => {}
+                _ => lease.fail(),
+            }
+            let (failure, early) = match attempt {
                 Attempt::TimedOut if client_first.is_some() => {
                     return Err(UpstreamError::Deadline {
                         backend: self.name().to_owned(),
@@ -423,6 +434,81 @@ fn request(replica: &Replica, out: &mut Outgoing, again: bool, own_host: bool) -
     }
     *req.headers_mut() = headers;
     req
+}
+
+/// The client span of one attempt, in a sampled trace: from the pick of
+/// the replica to its answer's head (or failure). Its context is what the
+/// replica is sent in `traceparent`, so the backend's spans are its
+/// children.
+struct AttemptSpan(Option<Trace>);
+
+impl AttemptSpan {
+    fn start(
+        obs: Option<&Arc<dyn Watch>>,
+        backend: &str,
+        replica: &Replica,
+        retry: usize,
+        out: &Outgoing,
+    ) -> AttemptSpan {
+        let Some(parent) = obs.and_then(|o| o.trace()).filter(|t| t.sampled()) else {
+            return AttemptSpan(None);
+        };
+        let retry = i64::try_from(retry).unwrap_or(i64::MAX);
+        let mut attributes = vec![
+            Attribute::new(trace::HTTP_METHOD, out.method.as_str().to_owned()),
+            Attribute::new(trace::BACKEND, backend.to_owned()),
+            Attribute::new(trace::REPLICA, replica.label.clone()),
+            Attribute::new(trace::ATTEMPT, retry),
+            Attribute::new(trace::URL_FULL, replica.uri_for(&out.path).to_string()),
+        ];
+        if retry > 0 {
+            attributes.push(Attribute::new(trace::RETRY_COUNT, retry));
+        }
+        if let Some(host) = replica.base.host() {
+            attributes.push(Attribute::new(trace::SERVER_ADDRESS, host.to_owned()));
+        }
+        let name = format!("{} {backend}", trace::SPAN_ATTEMPT);
+        AttemptSpan(parent.child(name, trace::Kind::Client, attributes))
+    }
+
+    /// The attempt's context (else the request's) as `traceparent`.
+    fn inject(&self, obs: Option<&Arc<dyn Watch>>, headers: &mut HeaderMap) {
+        if let Some(t) = self.0.as_ref().or_else(|| obs.and_then(|o| o.trace())) {
+            t.inject(headers);
+        }
+    }
+
+    fn end(self, attempt: &Attempt) {
+        let Some(t) = self.0 else {
+            return;
+        };
+        match attempt {
+            Attempt::Answer { resp, .. } => {
+                let status = resp.status();
+                t.set_attributes([Attribute::new(
+                    trace::HTTP_STATUS,
+                    i64::from(status.as_u16()),
+                )]);
+                if status.is_server_error() {
+                    t.set_attributes([Attribute::new(
+                        trace::ERROR_TYPE,
+                        status.as_str().to_owned(),
+                    )]);
+                    t.fail(format!("the replica answered {status}"));
+                }
+            }
+            Attempt::TimedOut => {
+                t.set_attributes([Attribute::new(trace::ERROR_TYPE, "timeout")]);
+                t.fail("no answer within the request timeout");
+            }
+            Attempt::Failed { failure, .. } => {
+                let kind = failure.kind().map_or("body", UpstreamKind::label);
+                t.set_attributes([Attribute::new(trace::ERROR_TYPE, kind)]);
+                t.fail(failure.detail().to_owned());
+            }
+        }
+        t.end();
+    }
 }
 
 fn request_id<'a>(obs: Option<&'a Arc<dyn Watch>>, headers: &'a HeaderMap) -> &'a str {

@@ -28,7 +28,24 @@ pub struct RawConfig {
     pub limits: Table<RawLimits>,
     pub backends: BTreeMap<String, Table<RawBackend>>,
     pub routes: Vec<Table<RawRoute>>,
+    pub tracing: Option<Table<RawTracing>>,
     pub rate_limit_store: Option<Table<RawStore>>,
+}
+
+/// `[tracing]`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RawTracing {
+    pub enabled: Option<bool>,
+    pub endpoint: Option<OtlpEndpoint>,
+    pub sample_ratio: Option<Ratio>,
+    pub parent_based: Option<bool>,
+    pub service_name: Option<Name>,
+    pub max_queue_spans: Option<Positive<usize>>,
+    pub max_batch_spans: Option<Positive<usize>>,
+    pub batch_delay: Option<Timeout>,
+    pub export_timeout: Option<Timeout>,
+    pub headers: BTreeMap<String, String>,
 }
 
 /// `[rate_limit_store]`.

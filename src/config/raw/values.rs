@@ -80,6 +80,14 @@ checked_string!(
 );
 
 checked_string!(
+    /// `[tracing] endpoint`: an OTLP/HTTP receiver's base URL.
+    #[derive(Clone, Debug)]
+    OtlpEndpoint(http::Uri),
+    "an http(s)://host:port URL",
+    |s| crate::config::tracing::parse_endpoint(s)
+);
+
+checked_string!(
     /// `tls_server_name`: a DNS name or an IP address.
     #[derive(Clone, Debug)]
     ServerName(String),
@@ -251,6 +259,36 @@ impl<'de> Deserialize<'de> for Fraction {
             }
         }
         d.deserialize_f64(V).map(Fraction)
+    }
+}
+
+/// A share from 0 to 1, whole or not (`sample_ratio = 0.01`).
+#[derive(Clone, Copy, Debug)]
+pub struct Ratio(pub f64);
+
+impl<'de> Deserialize<'de> for Ratio {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl Visitor<'_> for V {
+            type Value = f64;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a number from 0 to 1")
+            }
+            fn visit_f64<E: de::Error>(self, x: f64) -> Result<f64, E> {
+                if (0.0..=1.0).contains(&x) {
+                    Ok(x)
+                } else {
+                    Err(E::custom(format!("must be from 0 to 1, got {x}")))
+                }
+            }
+            fn visit_i64<E: de::Error>(self, n: i64) -> Result<f64, E> {
+                match n {
+                    0 | 1 => Ok(n as f64),
+                    _ => Err(E::custom(format!("must be from 0 to 1, got {n}"))),
+                }
+            }
+        }
+        d.deserialize_f64(V).map(Ratio)
     }
 }
 

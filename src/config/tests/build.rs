@@ -228,6 +228,11 @@ fn example_access_blocks_load_when_uncommented() {
     let limits = simple.rate_limit;
     assert_eq!(limits.route.requests.unwrap().burst, 200);
     assert_eq!(limits.per_key.elements.unwrap().burst, 2_000_000);
+    let t = c.tracing.expect("the [tracing] block");
+    assert_eq!(t.traces_url(), "http://127.0.0.1:4318/v1/traces");
+    assert_eq!((t.sample_ratio, t.parent_based), (0.05, true));
+    assert_eq!((t.max_queue_spans, t.max_batch_spans), (2048, 512));
+    assert_eq!(t.headers["x-api-key"], "...");
     let store = c.rate_limit_store.as_ref().unwrap();
     assert_eq!(store.url.to_string(), "redis://127.0.0.1:6379");
     assert_eq!(store.on_store_error, crate::config::OnStoreError::Local);

@@ -9,6 +9,7 @@ mod keys;
 mod replicas;
 mod scale;
 mod tls;
+mod tracing;
 
 use super::*;
 

@@ -12,6 +12,7 @@ mod route;
 mod split;
 mod store;
 mod tls;
+mod tracing;
 mod unique;
 
 use std::collections::BTreeMap;
@@ -60,10 +61,12 @@ pub fn config(
         .enumerate()
         .filter_map(|(i, r)| check.route(i, r.0, &backends, defaults))
         .collect();
+    let tracing = raw.tracing.and_then(|t| check.tracing(t.0));
     if !check.errors.is_empty() {
         return Err(check.errors);
     }
     let mut config = super::attach::config(server, backends, routes);
+    config.tracing = tracing;
     config.rate_limit_store = store;
     Ok(config)
 }

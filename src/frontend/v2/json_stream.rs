@@ -363,6 +363,7 @@ mod tests {
             method: http::Method::POST,
             path: "/v2/models/m/infer",
             backend_hint: None,
+            trace: None,
         });
         let mut body = JsonReplyBody::new(frames, doc, Bytes::new(), obs);
         let mut text = Vec::new();

@@ -25,6 +25,7 @@ fn config(limits: RateLimit, keys: &str) -> Config {
         server: ServerConfig::default(),
         backends: BTreeMap::from([("b".to_owned(), backend)]),
         routes: vec![Arc::new(route)],
+        tracing: None,
         rate_limit_store: None,
     }
 }

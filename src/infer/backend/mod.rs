@@ -251,7 +251,9 @@ async fn send_body(
     exchange.obs.backend_out(len);
     let sent = Instant::now();
     // The shadow's copy goes once the real request has its answer.
-    let copy = exchange.shadow.and_then(|m| m.copy(&out));
+    let copy = exchange
+        .shadow
+        .and_then(|m| m.copy(&out, exchange.obs.trace()));
     let resp = exchange
         .upstream
         .send(out, Some(exchange.obs.watch()))
