@@ -11,7 +11,7 @@
 //! connection is dropped, and the client's stream ends in an error — it is
 //! never completed as if it were whole.
 //!
-//! The body also carries its reply's [`Verdict`] on the replica: read to
+//! The body also carries its reply's [`ReplyVerdict`] on the replica: read to
 //! its end, it counts for the replica; failed on the backend's side, or
 //! found at fault by its reader ([`UpstreamBody::fault`]), against it.
 
@@ -29,7 +29,7 @@ use tokio::sync::mpsc;
 
 use super::Lease;
 use super::failure::source_of;
-use super::verdict::Verdict;
+use super::verdict::ReplyVerdict;
 use crate::error::UpstreamKind;
 use crate::http::body::BoxError;
 use crate::http::idle::{Idle, Stalled, StreamStalled};
@@ -55,7 +55,7 @@ pub struct UpstreamBody {
     inner: Inner,
     /// `None` when the head decided already (a 5xx, counted then). Boxed:
     /// a reply body is moved through several futures.
-    verdict: Option<Box<Verdict>>,
+    verdict: Option<Box<ReplyVerdict>>,
 }
 
 #[derive(Debug)]
@@ -88,7 +88,7 @@ impl UpstreamBody {
         body: Incoming,
         idle: Duration,
         slot: Option<Lease>,
-        verdict: Option<Box<Verdict>>,
+        verdict: Option<Box<ReplyVerdict>>,
         on_stall: F,
     ) -> UpstreamBody
     where

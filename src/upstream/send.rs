@@ -13,7 +13,7 @@ use super::failure::{Failure, classify};
 use super::models::Followed;
 use super::pick::two_choices;
 use super::retry;
-use super::verdict::Verdict;
+use super::verdict::ReplyVerdict;
 use super::{
     Lease, Outgoing, Replica, Stalled, Upstream, UpstreamBody, UpstreamError, Watch, location,
     now_ms,
@@ -381,7 +381,8 @@ impl Upstream {
                 o.stalled(&UpstreamError::timeout(&backend.name, idle));
             }
         };
-        let verdict = judge.then(|| Box::new(Verdict::new(self.clone(), lease.replica.clone())));
+        let verdict =
+            judge.then(|| Box::new(ReplyVerdict::new(self.clone(), lease.replica.clone())));
         let body = UpstreamBody::new(body, idle, Some(lease), verdict, on_stall);
         Response::from_parts(parts, body)
     }

@@ -21,7 +21,7 @@ use crate::error::UpstreamKind;
 
 /// One reply's verdict on its replica, pending until its body is over.
 #[derive(Debug)]
-pub(super) struct Verdict {
+pub(super) struct ReplyVerdict {
     upstream: Upstream,
     replica: Arc<Replica>,
     /// The body was read to its end.
@@ -30,9 +30,9 @@ pub(super) struct Verdict {
     faulted: AtomicBool,
 }
 
-impl Verdict {
-    pub(super) fn new(upstream: Upstream, replica: Arc<Replica>) -> Verdict {
-        Verdict {
+impl ReplyVerdict {
+    pub(super) fn new(upstream: Upstream, replica: Arc<Replica>) -> ReplyVerdict {
+        ReplyVerdict {
             upstream,
             replica,
             ended: AtomicBool::new(false),
@@ -55,7 +55,7 @@ impl Verdict {
     }
 }
 
-impl Drop for Verdict {
+impl Drop for ReplyVerdict {
     fn drop(&mut self) {
         if *self.ended.get_mut() && !*self.faulted.get_mut() {
             let cfg = &self.upstream.backend.ejection;

@@ -9,7 +9,7 @@ use std::time::Instant;
 use super::{Limit, Refusal, RouteLimiter, Unit};
 use crate::config::{OnStoreError, Rate};
 use crate::guard::bucket::Take;
-use crate::guard::store::{Ask, Store, Verdict};
+use crate::guard::store::{Ask, Store, StoreDecision};
 
 impl RouteLimiter {
     /// The decision for shared buckets `limits` (the key's, the route's).
@@ -53,13 +53,13 @@ impl RouteLimiter {
             return self.fallback(store, limits, key, unit, cost, now);
         }
         match store.decide(&asks, cost).await {
-            Ok(Verdict::Admitted) => {
+            Ok(StoreDecision::Admitted) => {
                 for (_, limit) in &asked {
                     limit.bucket.drain(cost, now);
                 }
                 Ok(())
             }
-            Ok(Verdict::Refused { index, wait }) => {
+            Ok(StoreDecision::Refused { index, wait }) => {
                 let (per_key, limit) = asked[index.min(asked.len() - 1)];
                 Err(self.refusal(limit, key, unit, per_key, cost, wait))
             }

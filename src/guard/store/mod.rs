@@ -56,7 +56,7 @@ impl StoreError {
 
 /// What the store said about a request.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Verdict {
+pub enum StoreDecision {
     /// Taken from every bucket.
     Admitted,
     /// Bucket `index` (in the order given) refused; it would pass after
@@ -172,7 +172,7 @@ impl Store {
 
     /// Takes `cost` from every bucket of `asks` in the store, or from none.
     /// A failure marks the store down (see [`Store::is_up`]).
-    pub async fn decide(&self, asks: &[Ask<'_>], cost: u64) -> Result<Verdict, StoreError> {
+    pub async fn decide(&self, asks: &[Ask<'_>], cost: u64) -> Result<StoreDecision, StoreError> {
         let mut invocation = self.decide.prepare_invoke();
         invocation.arg(cost);
         for ask in asks {
@@ -297,16 +297,16 @@ fn failure(e: &redis::RedisError, timeout: Duration) -> StoreError {
 }
 
 /// The script's answer `{i, wait}` for `asked` buckets.
-fn verdict(i: i64, wait: i64, asked: usize) -> Result<Verdict, StoreError> {
+fn verdict(i: i64, wait: i64, asked: usize) -> Result<StoreDecision, StoreError> {
     if i == 0 {
-        return Ok(Verdict::Admitted);
+        return Ok(StoreDecision::Admitted);
     }
     let index = usize::try_from(i - 1)
         .ok()
         .filter(|&index| index < asked)
         .ok_or_else(|| StoreError::Reply(format!("{{{i}, {wait}}}")))?;
     let wait = u64::try_from(wait).ok().map(Duration::from_micros);
-    Ok(Verdict::Refused { index, wait })
+    Ok(StoreDecision::Refused { index, wait })
 }
 
 /// A name for this gateway in the store, distinct across hosts and
@@ -339,17 +339,17 @@ mod tests {
 
     #[test]
     fn script_answers_become_verdicts() {
-        assert_eq!(verdict(0, 0, 2), Ok(Verdict::Admitted));
+        assert_eq!(verdict(0, 0, 2), Ok(StoreDecision::Admitted));
         assert_eq!(
             verdict(2, 1500, 2),
-            Ok(Verdict::Refused {
+            Ok(StoreDecision::Refused {
                 index: 1,
                 wait: Some(Duration::from_micros(1500))
             })
         );
         assert_eq!(
             verdict(1, -1, 1),
-            Ok(Verdict::Refused {
+            Ok(StoreDecision::Refused {
                 index: 0,
                 wait: None
             })
