@@ -24,7 +24,7 @@ use crate::frontend::{Call, Target};
 use crate::http::body::Body;
 use crate::http::headers::trace_headers;
 use crate::infer::route::{self, RouteError};
-use crate::infer::{Exchange, InferError};
+use crate::infer::{Exchange, InferError, backend};
 use crate::upstream::grpc::{self as upstream_grpc, Answer};
 use crate::upstream::{OutBody, Outgoing};
 
@@ -215,24 +215,14 @@ async fn forward(
 ) -> Result<Bytes, Error> {
     let read_only = method.control().is_none();
     let model = Some(exchange.obs.model().to_owned()).filter(|m| !m.is_empty());
-    let mut out = upstream_grpc::call(method.name(), vec![bytes], headers, model, read_only)
-        .map_err(|e| GrpcError::Translate {
+    let out = upstream_grpc::call(method.name(), vec![bytes], headers, model, read_only).map_err(
+        |e| GrpcError::Translate {
             what: "call",
             reason: e.to_string(),
-        })?;
-    out.deadline = exchange.obs.deadline();
-    let sent = std::time::Instant::now();
-    let resp = exchange
-        .upstream
-        .send(out, Some(exchange.obs.watch()))
-        .await
-        .map_err(InferError::from)?;
-    exchange.obs.upstream_first_byte(sent.elapsed());
-    let (parts, body) = resp.into_parts();
-    let mut body = exchange.obs.backend_body(body, sent);
-    let limit = exchange.route.limits.max_response_bytes;
-    let answer = upstream_grpc::read_answer(&parts.headers, &mut body, limit)
-        .await
+        },
+    )?;
+    let answer = backend::unary(exchange, out)
+        .await?
         .map_err(|e| GrpcError::Translate {
             what: "reply",
             reason: e.to_string(),

@@ -20,7 +20,7 @@ use crate::error::Error;
 use crate::http::body::{Body, error_body, full};
 use crate::http::client_body::BodyError;
 use crate::http::headers::trace_headers;
-use crate::infer::{Exchange, InferError};
+use crate::infer::{Exchange, InferError, backend};
 use crate::upstream::grpc::{self, Answer};
 
 /// Most bytes of a request body read for an endpoint that takes one
@@ -64,7 +64,7 @@ pub async fn serve(
         Rpc::Flag(n, m) | Rpc::Json(n, m, _) | Rpc::Empty(n, m) => (*n, m.clone()),
     };
     let model = exchange.obs.model().to_owned();
-    let mut out = grpc::call(
+    let out = grpc::call(
         name,
         vec![message.into()],
         trace_headers(&head.headers),
@@ -72,20 +72,8 @@ pub async fn serve(
         true,
     )
     .map_err(|e| bad_reply(exchange, e.to_string()))?;
-    out.deadline = exchange.obs.deadline();
-    let sent = std::time::Instant::now();
-    let resp = exchange
-        .upstream
-        .send(out, Some(exchange.obs.watch()))
-        .await
-        .map_err(InferError::from)?;
-    exchange.obs.upstream_first_byte(sent.elapsed());
-    let (parts, body) = resp.into_parts();
-    let body = exchange.obs.backend_body(body, sent);
-    let limit = exchange.route.limits.max_response_bytes;
-    let mut body = body;
-    let answer = grpc::read_answer(&parts.headers, &mut body, limit)
-        .await
+    let answer = backend::unary(exchange, out)
+        .await?
         .map_err(|e| bad_reply(exchange, e.to_string()))?;
     let message = match answer {
         Answer::Message(m) => m,

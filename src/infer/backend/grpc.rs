@@ -8,6 +8,8 @@
 //! (the status its code stands for, `{"error": message}`), so every
 //! frontend reads a refusal one way.
 
+use std::time::Instant;
+
 use bytes::Bytes;
 use http::header::{self, HeaderValue};
 use http::{HeaderMap, Response, StatusCode};
@@ -21,10 +23,10 @@ use crate::codec::v2::json_write::{DocWriter, TensorForm};
 use crate::codec::v2::{DocLimits, Document};
 use crate::error::UpstreamKind;
 use crate::http::body::error_body;
-use crate::infer::{InferError, ModelRef, TensorData};
+use crate::infer::{Exchange, InferError, ModelRef, TensorData};
 use crate::observe::Metered;
-use crate::upstream::UpstreamBody;
 use crate::upstream::grpc::{Answer, ReadError, read_answer};
+use crate::upstream::{Outgoing, UpstreamBody};
 
 /// The content type of a gRPC request body.
 pub const CONTENT_TYPE: &str = "application/grpc";
@@ -49,6 +51,29 @@ pub fn request(
         header_len: None,
         content_type: CONTENT_TYPE,
     })
+}
+
+/// One unary call other than `ModelInfer` (readiness, metadata, control)
+/// to the exchange's gRPC backend: sent under the request's deadline,
+/// observed as every backend call is (first byte, the backend's body), and
+/// its reply read whole within the route's `max_response_bytes`. The
+/// outer error is the call failing; the inner one, a reply that could not
+/// be read, which each caller words for its own client.
+pub async fn unary(
+    exchange: Exchange<'_>,
+    mut out: Outgoing,
+) -> Result<Result<Answer, ReadError>, InferError> {
+    out.deadline = exchange.obs.deadline();
+    let sent = Instant::now();
+    let resp = exchange
+        .upstream
+        .send(out, Some(exchange.obs.watch()))
+        .await?;
+    exchange.obs.upstream_first_byte(sent.elapsed());
+    let (parts, body) = resp.into_parts();
+    let mut body = exchange.obs.backend_body(body, sent);
+    let limit = exchange.route.limits.max_response_bytes;
+    Ok(read_answer(&parts.headers, &mut body, limit).await)
 }
 
 /// A gRPC reply, read whole (the message at most `limit` bytes), as an

@@ -16,6 +16,7 @@ use http::header::{self, HeaderValue};
 use http::{HeaderMap, Response};
 
 pub use early::{Attempt, EarlySend};
+pub use grpc::unary;
 pub use reply::{BackendReply, MalformedReply, ReplyFraming, ReplyHead, ReplyStream};
 pub use request::RequestBody;
 
