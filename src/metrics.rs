@@ -93,6 +93,16 @@ pub struct RouteMetrics {
     /// use (a route no frontend of a kind reaches shows no series for it).
     duration: [OnceLock<Histogram>; Kind::ALL.len()],
     request_duration: HistogramVec,
+    /// `tensorgate_requests_total` per kind and `code` label (by its index,
+    /// below [`CODES`]), made on first use like the durations.
+    requests: [[OnceLock<IntCounter>; CODES]; Kind::ALL.len()],
+    requests_family: IntCounterVec,
+    /// Translation time and tensor elements per [`Direction`], made on
+    /// first use.
+    translation: [OnceLock<Histogram>; 2],
+    translation_family: HistogramVec,
+    elements: [OnceLock<IntCounter>; 2],
+    elements_family: IntCounterVec,
     route: String,
     /// The status page's view of the route (kept across reloads).
     pub tally: Arc<RouteTally>,
@@ -114,12 +124,63 @@ pub struct UpstreamSeries {
     pub total: Histogram,
 }
 
+/// How many `code` label values there are: the index of a request's
+/// label ([`RouteMetrics::count_request`]) is below it.
+pub const CODES: usize = 31;
+
+/// Which way a payload was translated: the `direction` label of the
+/// translation metrics.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Direction {
+    Request,
+    Response,
+}
+
+impl Direction {
+    pub const fn label(self) -> &'static str {
+        match self {
+            Direction::Request => "request",
+            Direction::Response => "response",
+        }
+    }
+}
+
 impl RouteMetrics {
     /// The request-duration series of this route for `kind`.
     pub fn duration(&self, kind: Kind) -> &Histogram {
         self.duration[kind as usize].get_or_init(|| {
             self.request_duration
                 .with_label_values(&[&self.route, kind.label()])
+        })
+    }
+
+    /// Counts one request of `kind` that ended with the `code` label
+    /// `label`, whose index is `code`: the series is looked up by its
+    /// labels once per route, not per request.
+    pub fn count_request(&self, kind: Kind, code: usize, label: &'static str) {
+        let make = || {
+            self.requests_family
+                .with_label_values(&[&self.route, kind.label(), label])
+        };
+        match self.requests[kind as usize].get(code) {
+            Some(series) => series.get_or_init(make).inc(),
+            None => make().inc(),
+        }
+    }
+
+    /// The translation-time series of this route for `direction`.
+    pub fn translation(&self, direction: Direction) -> &Histogram {
+        self.translation[direction as usize].get_or_init(|| {
+            self.translation_family
+                .with_label_values(&[&self.route, direction.label()])
+        })
+    }
+
+    /// The tensor-elements series of this route for `direction`.
+    pub fn elements(&self, direction: Direction) -> &IntCounter {
+        self.elements[direction as usize].get_or_init(|| {
+            self.elements_family
+                .with_label_values(&[&self.route, direction.label()])
         })
     }
 }
@@ -144,6 +205,9 @@ impl std::ops::Deref for Metrics {
 pub struct MetricFamilies {
     /// Resolved series per route name.
     routes: Arc<RwLock<HashMap<String, Arc<RouteMetrics>>>>,
+    /// The series of requests no route serves (no backends: never
+    /// forgotten).
+    unbound: OnceLock<Arc<RouteMetrics>>,
     /// The status page's tallies per route name: unlike the resolved
     /// series, never forgotten on a reload (a route keeps its last minute).
     tallies: std::sync::Mutex<HashMap<String, Arc<RouteTally>>>,
@@ -179,6 +243,9 @@ pub struct MetricFamilies {
 
 /// The `key` label of requests without a key.
 pub const NO_KEY: &str = "_none";
+
+/// The `route` label of requests no route serves.
+pub const NO_ROUTE: &str = "_none";
 
 fn counter(
     r: &Registry,
@@ -233,6 +300,7 @@ impl Metrics {
         r.register(Box::new(in_flight.clone()))?;
         Ok(Metrics(Arc::new(MetricFamilies {
             routes: Arc::default(),
+            unbound: OnceLock::new(),
             tallies: std::sync::Mutex::default(),
             registry: registry.clone(),
             requests: counter(
@@ -404,8 +472,16 @@ impl Metrics {
             .clear();
     }
 
+    /// The series of requests no route serves ([`NO_ROUTE`]), resolved
+    /// once: every request counts under it until its route is known.
+    pub fn unbound(&self) -> &Arc<RouteMetrics> {
+        self.unbound.get_or_init(|| self.route(NO_ROUTE, &[]))
+    }
+
     /// The resolved series of `route` (whose backends are `backends`, in
-    /// the order of its split), made on first use and kept.
+    /// the order of its split), made on first use and kept. A gateway
+    /// resolves its routes' series once, when it is built for a
+    /// configuration; requests use those.
     pub fn route(&self, route: &str, backends: &[&str]) -> Arc<RouteMetrics> {
         if let Some(rm) = self
             .routes
@@ -441,6 +517,12 @@ impl Metrics {
                 .collect(),
             duration: Default::default(),
             request_duration: self.request_duration.clone(),
+            requests: Default::default(),
+            requests_family: self.requests.clone(),
+            translation: Default::default(),
+            translation_family: self.translation_duration.clone(),
+            elements: Default::default(),
+            elements_family: self.tensor_elements.clone(),
             route: route.to_owned(),
             tally: self
                 .tallies

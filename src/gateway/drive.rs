@@ -174,7 +174,7 @@ impl Gateway {
     ) -> Result<Call<'a>, Error> {
         let (target, body) = match f.route(&self.shared.config, &head)? {
             Routing::Route { route, model } => {
-                obs.bind(route, &model);
+                self.bind_route(route, &model, obs);
                 let exchange = self.exchange(route, obs)?;
                 f.allowed(route)?;
                 let mut claim = None;
@@ -319,7 +319,7 @@ impl Services for Gateway {
         head: &Parts,
         obs: &'a Observation,
     ) -> Binding<'a> {
-        obs.bind(route, model);
+        self.bind_route(route, model, obs);
         let checked = self.check_head(route, &head.headers, false);
         Box::pin(async move {
             // SigV4 is not taken here: the check gives a key or fails.

@@ -16,9 +16,9 @@ mod whole;
 pub use drive::Handling;
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
-use crate::config::Config;
+use crate::config::{Config, Route};
 use crate::frontend::Health;
 use crate::guard::clients::Clients;
 use crate::guard::unverified::Unverified;
@@ -26,7 +26,7 @@ use crate::guard::{self, admission::Admission};
 use crate::http::spool::{DiskBudget, SpoolLimits};
 use crate::infer::shadow::Mirror;
 use crate::infer::{self, Client};
-use crate::metrics::Metrics;
+use crate::metrics::{Metrics, RouteMetrics};
 use crate::otel::Pipeline;
 use crate::upstream::Upstream;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -56,6 +56,12 @@ pub struct Shared {
     registry: Arc<guard::Registry>,
     /// This configuration's limits, with the registry's buckets.
     limits: guard::Table,
+    /// Each route's metric series, by the route's address in
+    /// `config.routes`: resolved once for this configuration, by the
+    /// route's first request (as before, a route's series appear with its
+    /// first request), where a lookup per request hashed the labels and
+    /// took a lock.
+    series: BTreeMap<usize, OnceLock<Arc<RouteMetrics>>>,
     /// The trace pipeline of `[tracing]`, when on.
     pipeline: Option<Arc<Pipeline>>,
     /// Whether the gateway takes traffic: false from the shutdown signal
@@ -125,6 +131,21 @@ fn pipeline(
             None
         }
     }
+}
+
+/// The series of `route`, whose backends are those of its split.
+fn resolve(metrics: &Metrics, route: &Route) -> Arc<RouteMetrics> {
+    let backends: Vec<&str> = route
+        .split
+        .iter()
+        .map(|w| w.backend.name.as_str())
+        .collect();
+    metrics.route(&route.name, &backends)
+}
+
+/// The key of a route of the configuration in [`Shared::series`].
+fn route_key(route: &Arc<Route>) -> usize {
+    Arc::as_ptr(route) as usize
 }
 
 /// Each route's shadow, sending through `clients`.
@@ -262,7 +283,13 @@ impl Gateway {
         let serving = before.map_or_else(|| Arc::new(AtomicBool::new(true)), |s| s.serving.clone());
         let before = before.and_then(|s| s.pipeline.as_ref());
         let pipeline = pipeline(config.tracing.as_ref(), before, &mut kept);
+        let series = config
+            .routes
+            .iter()
+            .map(|r| (route_key(r), OnceLock::new()))
+            .collect();
         let shared = Arc::new(Shared {
+            series,
             pipeline,
             serving,
             prefixes: dispatch::Prefixes::new(&config),
@@ -333,12 +360,24 @@ impl Gateway {
         &self.shared.registry
     }
 
+    /// Binds the request observed by `obs` to `route` (serving `model`),
+    /// with the route's series: resolved by the route's first request on
+    /// this gateway, and kept.
+    fn bind_route(&self, route: &Arc<Route>, model: &str, obs: &crate::observe::Observation) {
+        let resolved = || resolve(&self.shared.metrics, route);
+        match self.shared.series.get(&route_key(route)) {
+            Some(series) => obs.bind(route, model, series.get_or_init(resolved)),
+            // Not one of this configuration's routes.
+            None => obs.bind(route, model, &resolved()),
+        }
+    }
+
     /// The exchange for a request bound to `route`: the backend chosen for
     /// it (by weight, or the one `x-tensorgate-backend` names where
     /// allowed), its client and the route's shadow.
     fn exchange<'a>(
         &'a self,
-        route: &'a Arc<crate::config::Route>,
+        route: &'a Arc<Route>,
         obs: &'a crate::observe::Observation,
     ) -> Result<infer::Exchange<'a>, infer::route::RouteError> {
         let i = infer::split::choose(route, obs.backend_hint())?;

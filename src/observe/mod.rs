@@ -8,6 +8,7 @@ mod record;
 mod request_id;
 mod status;
 
+pub use crate::metrics::Direction;
 use metered::Leg;
 pub use metered::Metered;
 pub use request_id::{ensure_request_id, traced_request_id};
@@ -118,25 +119,8 @@ pub struct Start<'a> {
     pub trace: Option<Trace>,
 }
 
-/// Which way a payload was translated: the `direction` label of the
-/// translation metrics.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Direction {
-    Request,
-    Response,
-}
-
-impl Direction {
-    pub const fn label(self) -> &'static str {
-        match self {
-            Direction::Request => "request",
-            Direction::Response => "response",
-        }
-    }
-}
-
 /// The route label of requests no route serves.
-pub const NO_ROUTE: &str = "_none";
+pub const NO_ROUTE: &str = crate::metrics::NO_ROUTE;
 
 impl Observation {
     /// Starts observing a request; it counts as in flight under
@@ -146,7 +130,7 @@ impl Observation {
             inner: Arc::new(Inner {
                 status: std::sync::atomic::AtomicU16::new(0),
                 metrics: s.metrics.clone(),
-                unbound: s.metrics.route(NO_ROUTE, &[]),
+                unbound: s.metrics.unbound().clone(),
                 kind: s.kind,
                 started: Instant::now(),
                 request_id: s.request_id,
@@ -168,20 +152,14 @@ impl Observation {
         obs
     }
 
-    /// Names the route (and model) serving this request. Only the first
-    /// call counts.
-    pub fn bind(&self, route: &Arc<Route>, model: &str) {
+    /// Names the route (and model) serving this request, and the route's
+    /// series (resolved when the configuration was built: see
+    /// [`Metrics::route`]). Only the first call counts.
+    pub fn bind(&self, route: &Arc<Route>, model: &str, series: &Arc<RouteMetrics>) {
         let bound = Bound {
             route: route.clone(),
             model: model.to_owned(),
-            metrics: {
-                let backends: Vec<&str> = route
-                    .split
-                    .iter()
-                    .map(|w| w.backend.name.as_str())
-                    .collect();
-                self.inner.metrics.route(&route.name, &backends)
-            },
+            metrics: series.clone(),
         };
         if self.inner.bound.set(bound).is_ok() {
             self.inner.unbound.in_flight.dec();
@@ -333,11 +311,7 @@ impl Observation {
         };
         total.fetch_add(n, Ordering::Relaxed);
         if n > 0 {
-            self.inner
-                .metrics
-                .tensor_elements
-                .with_label_values(&[self.route(), direction.label()])
-                .inc_by(n);
+            self.rm().elements(direction).inc_by(n);
         }
     }
 
@@ -365,11 +339,7 @@ impl Observation {
             ];
             t.interval(name, end.checked_sub(d).unwrap_or(end), end, attributes);
         }
-        self.inner
-            .metrics
-            .translation_duration
-            .with_label_values(&[self.route(), direction.label()])
-            .observe(d.as_secs_f64());
+        self.rm().translation(direction).observe(d.as_secs_f64());
     }
 
     pub fn upstream_first_byte(&self, d: Duration) {

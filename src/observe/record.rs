@@ -3,7 +3,8 @@
 
 use std::sync::atomic::Ordering;
 
-use super::{CLIENT_CLOSED, Inner, NO_ROUTE, status_label};
+use super::status::status_code;
+use super::{CLIENT_CLOSED, Inner, NO_ROUTE};
 use crate::error::{Class, Classify, TensorLabel, UpstreamKind, Violated};
 use crate::http::client_body::WireMeter;
 use crate::metrics::RouteMetrics;
@@ -99,9 +100,8 @@ impl Inner {
         });
         let rm = self.rm();
         rm.in_flight.dec();
-        m.requests
-            .with_label_values(&[route, self.kind.label(), status_label(status)])
-            .inc();
+        let (code, label) = status_code(status);
+        rm.count_request(self.kind, code, label);
         rm.duration(self.kind).observe(elapsed.as_secs_f64());
         rm.tally.window.record(elapsed, status >= 500);
         let t = &self.totals;
