@@ -166,16 +166,34 @@ pub fn write(record: &Record<'_>) -> Outcome {
     }
 }
 
+/// A field's name with what goes before its value in each format: written
+/// as one piece, where writing the separator, the name and the `=` or `":`
+/// one by one cost three capacity checks and a `memcpy` call each.
+#[derive(Clone, Copy)]
+struct Key {
+    text: &'static str,
+    json: &'static str,
+}
+
+macro_rules! key {
+    ($name:literal) => {
+        Key {
+            text: concat!(" ", $name, "="),
+            json: concat!(",\"", $name, "\":"),
+        }
+    };
+}
+
 /// The record's string fields, in the order both formats write them.
-fn strings<'a>(r: &Record<'a>) -> [(&'static str, &'a str); 7] {
+fn strings<'a>(r: &Record<'a>) -> [(Key, &'a str); 7] {
     [
-        ("request_id", r.request_id),
-        ("kind", r.kind),
-        ("method", r.method),
-        ("path", r.path),
-        ("route", r.route),
-        ("model", r.model),
-        ("key", r.key),
+        (key!("request_id"), r.request_id),
+        (key!("kind"), r.kind),
+        (key!("method"), r.method),
+        (key!("path"), r.path),
+        (key!("route"), r.route),
+        (key!("model"), r.model),
+        (key!("key"), r.key),
     ]
 }
 
@@ -183,21 +201,19 @@ fn text(out: &mut Vec<u8>, now: Duration, r: &Record<'_>) {
     timestamp(out, now);
     out.extend_from_slice(b"  INFO tensorgate::access: request");
     for (k, v) in strings(r) {
-        text_key(out, k);
+        out.extend_from_slice(k.text.as_bytes());
         text_str(out, v);
     }
-    text_key(out, "status");
+    out.extend_from_slice(b" status=");
     int(out, r.status as u64);
-    text_key(out, "completed");
-    out.extend_from_slice(if r.completed { b"true" } else { b"false" });
-    numbers(out, r, text_key);
+    let completed: &[u8] = if r.completed {
+        b" completed=true"
+    } else {
+        b" completed=false"
+    };
+    out.extend_from_slice(completed);
+    numbers(out, r, |k| k.text);
     out.push(b'\n');
-}
-
-fn text_key(out: &mut Vec<u8>, k: &str) {
-    out.push(b' ');
-    out.extend_from_slice(k.as_bytes());
-    out.push(b'=');
 }
 
 fn json(out: &mut Vec<u8>, now: Duration, r: &Record<'_>) {
@@ -205,40 +221,38 @@ fn json(out: &mut Vec<u8>, now: Duration, r: &Record<'_>) {
     timestamp(out, now);
     out.extend_from_slice(b"\",\"level\":\"INFO\",\"message\":\"request\"");
     for (k, v) in strings(r) {
-        json_key(out, k);
+        out.extend_from_slice(k.json.as_bytes());
         crate::codec::v2::strings::write_json_string(v.as_bytes(), out);
     }
-    json_key(out, "status");
+    out.extend_from_slice(b",\"status\":");
     int(out, r.status as u64);
-    json_key(out, "completed");
-    out.extend_from_slice(if r.completed { b"true" } else { b"false" });
-    numbers(out, r, json_key);
+    let completed: &[u8] = if r.completed {
+        b",\"completed\":true"
+    } else {
+        b",\"completed\":false"
+    };
+    out.extend_from_slice(completed);
+    numbers(out, r, |k| k.json);
     out.extend_from_slice(b",\"target\":\"tensorgate::access\"}\n");
 }
 
-fn json_key(out: &mut Vec<u8>, k: &str) {
-    out.extend_from_slice(b",\"");
-    out.extend_from_slice(k.as_bytes());
-    out.extend_from_slice(b"\":");
-}
-
-/// The numeric fields, each after `key(out, name)`.
-fn numbers(out: &mut Vec<u8>, r: &Record<'_>, key: fn(&mut Vec<u8>, &str)) {
+/// The numeric fields, each after its key as `form` writes it.
+fn numbers(out: &mut Vec<u8>, r: &Record<'_>, form: fn(Key) -> &'static str) {
     for (k, v) in [
-        ("client_bytes_in", r.client_bytes_in),
-        ("backend_bytes_out", r.backend_bytes_out),
-        ("backend_bytes_in", r.backend_bytes_in),
-        ("client_bytes_out", r.client_bytes_out),
+        (key!("client_bytes_in"), r.client_bytes_in),
+        (key!("backend_bytes_out"), r.backend_bytes_out),
+        (key!("backend_bytes_in"), r.backend_bytes_in),
+        (key!("client_bytes_out"), r.client_bytes_out),
     ] {
-        key(out, k);
+        out.extend_from_slice(form(k).as_bytes());
         int(out, v);
     }
     for (k, us) in [
-        ("upstream_first_byte_ms", r.upstream_first_byte_us),
-        ("upstream_total_ms", r.upstream_total_us),
-        ("duration_ms", r.duration_us),
+        (key!("upstream_first_byte_ms"), r.upstream_first_byte_us),
+        (key!("upstream_total_ms"), r.upstream_total_us),
+        (key!("duration_ms"), r.duration_us),
     ] {
-        key(out, k);
+        out.extend_from_slice(form(k).as_bytes());
         millis(out, us);
     }
 }
@@ -259,12 +273,23 @@ fn millis(out: &mut Vec<u8>, us: u64) {
     ]);
 }
 
+/// The bytes a text value is written as they are with: printable ASCII
+/// but for `"`, `=` and `\`.
+const PLAIN: [bool; 256] = {
+    let mut t = [false; 256];
+    let mut b = 0;
+    while b < 256 {
+        let c = b as u8;
+        t[b] = c.is_ascii_graphic() && c != b'"' && c != b'=' && c != b'\\';
+        b += 1;
+    }
+    t
+};
+
 /// A value as it is, or quoted (JSON-escaped) when it holds characters a
 /// reader of `key=value` lines would split on.
 fn text_str(out: &mut Vec<u8>, v: &str) {
-    let plain = !v.is_empty()
-        && v.bytes()
-            .all(|b| b.is_ascii_graphic() && b != b'"' && b != b'=' && b != b'\\');
+    let plain = !v.is_empty() && v.bytes().all(|b| PLAIN[b as usize]);
     if plain {
         out.extend_from_slice(v.as_bytes());
     } else {
@@ -272,9 +297,37 @@ fn text_str(out: &mut Vec<u8>, v: &str) {
     }
 }
 
+/// `2026-11-23T19:45:19.` of a second, as the thread last wrote it.
+const SECOND_TEXT: usize = 20;
+
+thread_local! {
+    /// The second the thread last stamped a line in and its text: it
+    /// changes once a second, the microseconds on every line.
+    static SECOND: std::cell::Cell<(u64, [u8; SECOND_TEXT])> =
+        const { std::cell::Cell::new((u64::MAX, [0; SECOND_TEXT])) };
+}
+
 /// `2026-11-23T19:45:19.123456Z` (UTC).
 fn timestamp(out: &mut Vec<u8>, since_epoch: Duration) {
     let secs = since_epoch.as_secs();
+    let (seen, text) = SECOND.get();
+    if seen == secs {
+        out.extend_from_slice(&text);
+    } else {
+        let from = out.len();
+        second(out, secs);
+        if let Ok(text) = <[u8; SECOND_TEXT]>::try_from(&out[from..]) {
+            SECOND.set((secs, text));
+        }
+    }
+    let micros = since_epoch.subsec_micros() as u64;
+    let mut buf = itoa::Buffer::new();
+    out.extend_from_slice(&buf.format(micros + 1_000_000).as_bytes()[1..]);
+    out.push(b'Z');
+}
+
+/// `2026-11-23T19:45:19.` of `secs` since the epoch.
+fn second(out: &mut Vec<u8>, secs: u64) {
     let (y, m, d) = civil_from_days((secs / 86_400) as i64);
     let (y, m, d) = (y as u64, m as u64, d as u64);
     let t = secs % 86_400;
@@ -293,10 +346,6 @@ fn timestamp(out: &mut Vec<u8>, since_epoch: Duration) {
     out.push(b':');
     two(out, t % 60);
     out.push(b'.');
-    let micros = since_epoch.subsec_micros() as u64;
-    let mut buf = itoa::Buffer::new();
-    out.extend_from_slice(&buf.format(micros + 1_000_000).as_bytes()[1..]);
-    out.push(b'Z');
 }
 
 #[cfg(test)]
@@ -347,6 +396,44 @@ mod tests {
         assert_eq!(t, b"2025-11-23T19:45:19.123456Z");
     }
 
+    /// The second's text is reused within the second, and written anew
+    /// for the next one and for one before it.
+    #[test]
+    fn stamps_in_and_across_seconds() {
+        for (secs, nanos, text) in [
+            (1_763_927_119, 5_000, "2025-11-23T19:45:19.000005Z"),
+            (1_763_927_119, 999_999_999, "2025-11-23T19:45:19.999999Z"),
+            (1_763_927_120, 0, "2025-11-23T19:45:20.000000Z"),
+            (1_763_913_599, 1_000, "2025-11-23T15:59:59.000001Z"),
+            (0, 0, "1970-01-01T00:00:00.000000Z"),
+            (253_402_300_800, 0, "10000-01-01T00:00:00.000000Z"),
+            (253_402_300_800, 7_000, "10000-01-01T00:00:00.000007Z"),
+        ] {
+            let mut t = b"before ".to_vec();
+            timestamp(&mut t, Duration::new(secs, nanos));
+            assert_eq!(std::str::from_utf8(&t).unwrap(), format!("before {text}"));
+        }
+    }
+
+    #[test]
+    fn text_values_quoted_where_a_reader_would_split() {
+        for (v, written) in [
+            ("abc", "abc"),
+            ("/v2/models/m/infer", "/v2/models/m/infer"),
+            ("", "\"\""),
+            ("a b", "\"a b\""),
+            ("a=b", "\"a=b\""),
+            ("a\"b", "\"a\\\"b\""),
+            ("a\\b", "\"a\\\\b\""),
+            ("é", "\"é\""),
+            ("a\tb", "\"a\\tb\""),
+        ] {
+            let mut out = Vec::new();
+            text_str(&mut out, v);
+            assert_eq!(std::str::from_utf8(&out).unwrap(), written, "{v:?}");
+        }
+    }
+
     #[test]
     fn text_line() {
         let mut out = Vec::new();
@@ -370,5 +457,37 @@ mod tests {
         assert_eq!(v["path"], "/v2/models/a b/infer");
         assert_eq!(v["key"], "alice");
         assert_eq!(v["target"], "tensorgate::access");
+        assert_eq!(
+            std::str::from_utf8(&out).unwrap(),
+            "{\"timestamp\":\"1970-01-01T00:00:00.000000Z\",\"level\":\"INFO\",\"message\":\"request\",\"request_id\":\"abc\",\"kind\":\"v2\",\"method\":\"POST\",\"path\":\"/v2/models/a b/infer\",\"route\":\"default\",\"model\":\"\",\"key\":\"alice\",\"status\":200,\"completed\":true,\"client_bytes_in\":10,\"backend_bytes_out\":20,\"backend_bytes_in\":30,\"client_bytes_out\":40,\"upstream_first_byte_ms\":1.234,\"upstream_total_ms\":0.056,\"duration_ms\":12000.001,\"target\":\"tensorgate::access\"}\n"
+        );
+        let mut out = Vec::new();
+        text(
+            &mut out,
+            Duration::new(0, 0),
+            &Record {
+                completed: false,
+                ..record()
+            },
+        );
+        assert!(
+            std::str::from_utf8(&out)
+                .unwrap()
+                .contains(" status=200 completed=false client_bytes_in=10 ")
+        );
+        let mut out = Vec::new();
+        json(
+            &mut out,
+            Duration::new(0, 0),
+            &Record {
+                completed: false,
+                ..record()
+            },
+        );
+        assert!(
+            std::str::from_utf8(&out)
+                .unwrap()
+                .contains(",\"status\":200,\"completed\":false,\"client_bytes_in\":10,")
+        );
     }
 }
