@@ -78,12 +78,13 @@ pub fn unix_now() -> i64 {
 /// Checks the credentials of `headers` against `route`'s keys. A route
 /// without `[routes.auth]` accepts anything (credentials are ignored).
 /// SigV4 is taken only where `sigv4_here` (the SageMaker Runtime API path)
-/// and the route allows it; its timestamp is checked against `now`.
+/// and the route allows it; its timestamp is checked against `now()`, the
+/// clock read only then.
 pub fn check(
     route: &Route,
     headers: &HeaderMap,
     sigv4_here: bool,
-    now: i64,
+    now: impl FnOnce() -> i64,
 ) -> Result<Checked, AuthProblem> {
     let Some(auth) = &route.auth else {
         return Ok(Checked::Key(None));
@@ -99,7 +100,7 @@ pub fn check(
         Presented::SigV4(_) if !sigv4_here => Err(AuthProblem::SigV4NotHere),
         Presented::SigV4(_) if !auth.sigv4 => Err(AuthProblem::SigV4Off),
         Presented::SigV4(value) => {
-            sigv4::Claim::new(&auth.keys, value, headers, now).map(Checked::SigV4)
+            sigv4::Claim::new(&auth.keys, value, headers, now()).map(Checked::SigV4)
         }
     }
 }

@@ -64,14 +64,25 @@ impl Default for Window {
 
 /// Time since the process's first window: the windows' clock.
 fn clock() -> Duration {
+    clock_at(Instant::now())
+}
+
+/// The windows' clock at `now`.
+fn clock_at(now: Instant) -> Duration {
     static START: OnceLock<Instant> = OnceLock::new();
-    START.get_or_init(Instant::now).elapsed()
+    now.saturating_duration_since(*START.get_or_init(|| now))
 }
 
 impl Window {
     /// Records one request that took `latency`, failed or not.
     pub fn record(&self, latency: Duration, error: bool) {
         self.record_at(clock(), latency, error);
+    }
+
+    /// Records one request that took `latency` and ended at `now`, a
+    /// clock read the caller made anyway.
+    pub fn record_ended(&self, now: Instant, latency: Duration, error: bool) {
+        self.record_at(clock_at(now), latency, error);
     }
 
     fn record_at(&self, now: Duration, latency: Duration, error: bool) {

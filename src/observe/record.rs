@@ -2,6 +2,7 @@
 //! the request, latency and error series, and its access-log line.
 
 use std::sync::atomic::Ordering;
+use std::time::Instant;
 
 use super::status::status_code;
 use super::{CLIENT_CLOSED, Inner, NO_ROUTE};
@@ -94,7 +95,8 @@ impl Inner {
             *held = Default::default();
         }
         let m = &self.metrics;
-        let elapsed = self.started.elapsed();
+        let now = Instant::now();
+        let elapsed = now.saturating_duration_since(self.started);
         let (route, model) = self.bound.get().map_or((NO_ROUTE, ""), |b| {
             (b.route.name.as_str(), b.model.as_str())
         });
@@ -103,7 +105,7 @@ impl Inner {
         let (code, label) = status_code(status);
         rm.count_request(self.kind, code, label);
         rm.duration(self.kind).observe(elapsed.as_secs_f64());
-        rm.tally.window.record(elapsed, status >= 500);
+        rm.tally.window.record_ended(now, elapsed, status >= 500);
         let t = &self.totals;
         if let Some(trace) = &self.trace {
             self.end_span(trace, status, completed);

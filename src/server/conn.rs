@@ -82,7 +82,13 @@ impl ConnState {
         self.handshaken.load(Ordering::Relaxed)
     }
 
+    /// Notes when a request started or ended: what an HTTP/2
+    /// connection's idle check counts from (HTTP/1 has hyper's timers,
+    /// and does not pay for the clock read).
     fn touch(&self) {
+        if !self.http2.load(Ordering::Relaxed) {
+            return;
+        }
         let ms = self.opened.elapsed().as_millis();
         self.last_active_ms
             .store(u64::try_from(ms).unwrap_or(u64::MAX), Ordering::Relaxed);
