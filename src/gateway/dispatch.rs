@@ -117,16 +117,19 @@ pub fn classify(
 
 /// SageMaker's container and runtime paths (any method: each serves one).
 fn sagemaker<S: AsRef<str>>(segments: &[S]) -> Option<Endpoint> {
-    let segs: Vec<&str> = segments.iter().map(AsRef::as_ref).collect();
-    let target = match segs.as_slice() {
-        ["ping"] => return Some(Endpoint::SageMakerPing(sagemaker::Ping)),
-        ["invocations"] => SageMakerTarget::Invocations,
-        ["models", model, "invoke"] if !model.is_empty() => {
-            SageMakerTarget::Model((*model).to_owned())
-        }
-        ["endpoints", endpoint, "invocations"] if !endpoint.is_empty() => {
-            SageMakerTarget::Endpoint((*endpoint).to_owned())
-        }
+    // Matched in place: every request comes through here, and a vector
+    // of the segments cost an allocation per request.
+    let target = match segments {
+        [one] => match one.as_ref() {
+            "ping" => return Some(Endpoint::SageMakerPing(sagemaker::Ping)),
+            "invocations" => SageMakerTarget::Invocations,
+            _ => return None,
+        },
+        [first, name, last] if !name.as_ref().is_empty() => match (first.as_ref(), last.as_ref()) {
+            ("models", "invoke") => SageMakerTarget::Model(name.as_ref().to_owned()),
+            ("endpoints", "invocations") => SageMakerTarget::Endpoint(name.as_ref().to_owned()),
+            _ => return None,
+        },
         _ => return None,
     };
     Some(Endpoint::SageMaker(sagemaker::Invoke { target }))

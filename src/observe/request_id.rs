@@ -57,7 +57,12 @@ fn new_request_id() -> HeaderValue {
     let mut text = [0u8; 32];
     hex(&mut text[..16], mix(n ^ k1));
     hex(&mut text[16..], mix(n.wrapping_add(k2)));
-    HeaderValue::from_bytes(&text).unwrap_or(HeaderValue::from_static("0"))
+    // Owned by its `Bytes` (one allocation, shared by reference count): a
+    // copied slice is a second allocation the first time it is cloned,
+    // and the id is cloned for the request's head, its observation and
+    // the reply.
+    HeaderValue::from_maybe_shared(bytes::Bytes::from_owner(text))
+        .unwrap_or(HeaderValue::from_static("0"))
 }
 
 /// splitmix64's finaliser: a bijection on u64 that scrambles every bit.

@@ -80,17 +80,23 @@ pub fn negotiate(headers: &HeaderMap) -> Coding {
         let Ok(text) = value.to_str() else { continue };
         for item in text.split(',') {
             let mut parts = item.split(';').map(str::trim);
-            let name = parts.next().unwrap_or("").to_ascii_lowercase();
+            // Compared without case, not lowercased into a new string.
+            let name = parts.next().unwrap_or("");
+            let is = |coding: &str| name.eq_ignore_ascii_case(coding);
+            let slot = if is("gzip") || is("x-gzip") {
+                &mut gzip
+            } else if is("deflate") {
+                &mut deflate
+            } else if name == "*" {
+                &mut star
+            } else {
+                continue;
+            };
             let q = parts
                 .filter_map(|p| p.strip_prefix("q=").or_else(|| p.strip_prefix("Q=")))
                 .find_map(|q| q.trim().parse::<f32>().ok())
                 .unwrap_or(1.0);
-            match name.as_str() {
-                "gzip" | "x-gzip" => gzip = Some(q),
-                "deflate" => deflate = Some(q),
-                "*" => star = Some(q),
-                _ => {}
-            }
+            *slot = Some(q);
         }
     }
     let ok = |q: Option<f32>| q.or(star).is_some_and(|q| q > 0.0);
@@ -134,6 +140,15 @@ mod tests {
     #[test]
     fn negotiation() {
         assert_eq!(negotiate(&HeaderMap::new()), Coding::Identity);
+        // Names without case, as before.
+        assert_eq!(
+            negotiate(&headers("accept-encoding", "X-GZip;Q=0.5")),
+            Coding::Gzip
+        );
+        assert_eq!(
+            negotiate(&headers("accept-encoding", "GZIP;q=0, Deflate")),
+            Coding::Deflate
+        );
         assert_eq!(
             negotiate(&headers("accept-encoding", "gzip, deflate")),
             Coding::Gzip
