@@ -24,11 +24,11 @@ use std::time::Duration;
 use bytes::Bytes;
 use http_body::{Body as _, Frame, SizeHint};
 use http_body_util::BodyExt;
-use hyper::body::Incoming;
 use tokio::sync::mpsc;
 
 use super::Lease;
 use super::failure::source_of;
+use super::http1::ReplyBody;
 use super::verdict::ReplyVerdict;
 use crate::error::UpstreamKind;
 use crate::http::body::BoxError;
@@ -67,7 +67,7 @@ enum Inner {
 /// A reply read in the client's task.
 #[derive(Debug)]
 struct Direct {
-    body: Idle<Incoming>,
+    body: Idle<ReplyBody>,
     slot: Option<Lease>,
 }
 
@@ -85,7 +85,7 @@ impl UpstreamBody {
     /// is dropped; `on_stall` is told when a stall cuts it; `verdict` is
     /// decided by how the body ends.
     pub(super) fn new<F>(
-        body: Incoming,
+        body: ReplyBody,
         idle: Duration,
         slot: Option<Lease>,
         verdict: Option<Box<ReplyVerdict>>,
@@ -156,7 +156,7 @@ impl UpstreamBody {
 /// Moves a reply from the backend to the client's end, one or two frames
 /// ahead, cutting it when either side stands still for `idle`.
 async fn mover<F: FnOnce(Stalled)>(
-    mut body: Incoming,
+    mut body: ReplyBody,
     tx: mpsc::Sender<Result<Frame<Bytes>, BoxError>>,
     idle: Duration,
     complete: Arc<AtomicBool>,

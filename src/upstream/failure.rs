@@ -2,6 +2,7 @@
 //! have reached the backend (and so whether it may be sent again), the
 //! gateway error the client gets, and the detail only the log gets.
 
+use super::http1::SendError;
 use crate::error::UpstreamKind;
 use crate::http::client_body::BodyError;
 use crate::http::encoding::InflateError;
@@ -50,7 +51,7 @@ impl Failure {
 }
 
 /// Classifies a client error.
-pub(super) fn classify(e: &hyper_util::client::legacy::Error) -> Failure {
+pub(super) fn classify(e: &SendError) -> Failure {
     if let Some(body) = request_body_failure(e) {
         return Failure::Body(body);
     }

@@ -1,5 +1,7 @@
 //! The client to one backend and its replicas. Each replica ([`replica`])
-//! has its own connection pool, at most `max_connections` exchanges at
+//! has its own connections (HTTP/1 through [`http1`], with an idle
+//! [`pool`] per worker thread; HTTP/2 for gRPC through hyper-util's
+//! pooled client), at most `max_connections` exchanges at
 //! once (a slot held until the reply body ends) and its health
 //! ([`health`]: active checks in [`check`], passive ejection). A request
 //! goes to the less loaded of two random eligible replicas ([`pick`]) that
@@ -32,9 +34,11 @@ mod error;
 mod failure;
 pub mod grpc;
 mod health;
+mod http1;
 pub mod location;
 mod models;
 mod pick;
+mod pool;
 mod queue;
 mod ready;
 mod replica;
@@ -370,6 +374,11 @@ fn start_tasks(inner: &Arc<Inner>) {
         let job = scrape::run(weak.clone(), signal.clone());
         tasks.push(rt.spawn(job).abort_handle());
     }
+    if inner.backend.protocol() != crate::config::Protocol::Grpc {
+        let every = pool::sweep_interval(inner.backend.pool_idle_timeout);
+        let job = pool::sweep_replicas(weak.clone(), every);
+        tasks.push(rt.spawn(job).abort_handle());
+    }
     if inner.backend.health.enabled {
         let wake = inner.wake.clone();
         let interval = inner.backend.health.interval;
@@ -378,5 +387,7 @@ fn start_tasks(inner: &Arc<Inner>) {
     *inner.tasks.lock().unwrap_or_else(|p| p.into_inner()) = tasks;
 }
 
+#[cfg(test)]
+mod pooling_tests;
 #[cfg(test)]
 mod tests;

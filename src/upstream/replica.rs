@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use http::{HeaderValue, Uri};
+use http::{HeaderValue, Request, Response, Uri};
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::{TokioExecutor, TokioTimer};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
@@ -17,6 +17,7 @@ use tokio::time::Instant;
 use super::UpstreamError;
 use super::connector::{Connector, connector};
 use super::health::Health;
+use super::http1::{Http1, ReplyBody, SendError};
 use super::queue::Queue;
 use crate::config::{Backend, Protocol, ServerConfig};
 use crate::error::UpstreamKind;
@@ -34,12 +35,8 @@ pub struct Replica {
     pub base: Uri,
     /// `Host` for every request.
     host: HeaderValue,
-    /// Connection pools, one per worker thread (and one for every other
-    /// thread; see [`crate::worker::current`]), made on first
-    /// use: a pooled connection is driven by the reactor of the thread
-    /// that opened it, so a worker reuses only its own.
-    pools: Box<[OnceLock<Client<Connector, Body>>]>,
-    pool: PoolSettings,
+    /// How requests reach it, with its connection pools.
+    transport: Transport,
     slots: Arc<Semaphore>,
     in_flight: AtomicUsize,
     pub health: Health,
@@ -88,18 +85,10 @@ impl Replica {
     ) -> Replica {
         Replica {
             series: families.map(|f| f.replica(&backend.name, &label)),
+            transport: Transport::new(backend, &base),
             label,
             base,
             host,
-            pools: (0..=ServerConfig::MAX_WORKERS)
-                .map(|_| OnceLock::new())
-                .collect(),
-            pool: PoolSettings {
-                connector: connector(backend),
-                idle_timeout: backend.pool_idle_timeout,
-                max_idle: backend.pool_max_idle_per_host,
-                http2: backend.protocol() == Protocol::Grpc,
-            },
             slots: Arc::new(Semaphore::new(backend.max_connections.max(1))),
             in_flight: AtomicUsize::new(0),
             health: Health::default(),
@@ -147,21 +136,68 @@ impl Replica {
         )
     }
 
-    /// The calling thread's connection pool to the replica.
-    pub fn client(&self) -> &Client<Connector, Body> {
-        let slot = &self.pools[crate::worker::current() % self.pools.len()];
+    /// Sends `req` to the replica (an absolute URI, or for HTTP/1 an
+    /// origin-form one, see [`Replica::target`]), or to another port of
+    /// its host (its metrics), on a connection of the calling thread's
+    /// pool; returns once the reply's head is in.
+    pub(super) async fn request(
+        &self,
+        req: Request<Body>,
+    ) -> Result<Response<ReplyBody>, SendError> {
+        match &self.transport {
+            Transport::Http1 { main, .. }
+                if req.uri().authority().is_none() || main.serves(req.uri()) =>
+            {
+                main.send(req).await
+            }
+            // Boxed: the rare paths keep the common one's future small.
+            Transport::Http1 { main, other } => Box::pin(elsewhere(main, other, req)).await,
+            Transport::Http2 { pools, settings } => {
+                let resp = self.http2(pools, settings).request(req).await?;
+                Ok(resp.map(ReplyBody::plain))
+            }
+        }
+    }
+
+    /// The calling thread's HTTP/2 client (hyper-util's pooled client).
+    fn http2<'a>(
+        &self,
+        pools: &'a [OnceLock<Client<Connector, Body>>],
+        settings: &PoolSettings,
+    ) -> &'a Client<Connector, Body> {
+        let slot = &pools[crate::worker::current() % pools.len()];
         slot.get_or_init(|| {
             Client::builder(TokioExecutor::new())
                 .pool_timer(TokioTimer::new())
-                .pool_idle_timeout(self.pool.idle_timeout)
-                .pool_max_idle_per_host(self.pool.max_idle)
+                .pool_idle_timeout(settings.idle_timeout)
+                .pool_max_idle_per_host(settings.max_idle)
                 // A pooled connection found closed before the request was
                 // handed to it is replaced (the default, stated).
                 .retry_canceled_requests(true)
-                .http2_only(self.pool.http2)
+                .http2_only(true)
                 .timer(TokioTimer::new())
-                .build(self.pool.connector.clone())
+                .build(settings.connector.clone())
         })
+    }
+
+    /// Its HTTP/1 client, for tests that reach into its pools.
+    #[cfg(test)]
+    pub(super) fn http1(&self) -> Option<&Http1> {
+        match &self.transport {
+            Transport::Http1 { main, .. } => Some(main),
+            Transport::Http2 { .. } => None,
+        }
+    }
+
+    /// Closes the idle HTTP/1 connections that timed out or were closed
+    /// (HTTP/2 pools sweep themselves).
+    pub(super) fn sweep(&self, now: Instant) {
+        if let Transport::Http1 { main, other } = &self.transport {
+            main.sweep(now);
+            if let Some(other) = other.get() {
+                other.sweep(now);
+            }
+        }
     }
 
     pub fn host(&self) -> &HeaderValue {
@@ -187,6 +223,27 @@ impl Replica {
         parts.authority = base.authority().cloned();
         parts.path_and_query = joined;
         Uri::from_parts(parts).unwrap_or_else(|_| base.clone())
+    }
+
+    /// The request target for a client's path and query: origin-form
+    /// (`/prefix/path?query`) for an HTTP/1 replica, whose client knows
+    /// where it sends; the absolute URI ([`Replica::uri_for`]) for HTTP/2.
+    pub fn target(&self, path_and_query: &str) -> Uri {
+        if matches!(self.transport, Transport::Http2 { .. }) {
+            return self.uri_for(path_and_query);
+        }
+        let prefix = self.base.path().trim_end_matches('/');
+        let parsed = if prefix.is_empty() {
+            http::uri::PathAndQuery::try_from(path_and_query)
+        } else {
+            http::uri::PathAndQuery::try_from(format!("{prefix}{path_and_query}"))
+        };
+        // A path that is not a URI target (never made by the frontends)
+        // goes as the absolute URI does.
+        match parsed {
+            Ok(pq) if pq.path().starts_with('/') => Uri::from(pq),
+            _ => self.uri_for(path_and_query),
+        }
     }
 
     /// A slot for one exchange, waited for up to `wait`.
@@ -238,15 +295,83 @@ impl Replica {
     }
 }
 
-/// What each of a replica's pools is built with.
+/// How a replica's requests are sent.
+#[derive(Debug)]
+enum Transport {
+    /// HTTP/1 (V2 backends): tensorgate's own client and pools; `other`
+    /// is for a second destination on the replica's host (its metrics
+    /// port), made on first use.
+    Http1 {
+        main: Http1,
+        other: OnceLock<Box<Http1>>,
+    },
+    /// HTTP/2 only (a gRPC backend): hyper-util's pooled client, one per
+    /// worker thread (and one for every other thread; see
+    /// [`crate::worker::current`]), made on first use. One connection
+    /// carries many requests at once; each request still picks its
+    /// replica.
+    Http2 {
+        pools: Box<[OnceLock<Client<Connector, Body>>]>,
+        settings: PoolSettings,
+    },
+}
+
+impl Transport {
+    fn new(backend: &Backend, base: &Uri) -> Transport {
+        if backend.protocol() == Protocol::Grpc {
+            return Transport::Http2 {
+                pools: (0..=ServerConfig::MAX_WORKERS)
+                    .map(|_| OnceLock::new())
+                    .collect(),
+                settings: PoolSettings {
+                    connector: connector(backend),
+                    idle_timeout: backend.pool_idle_timeout,
+                    max_idle: backend.pool_max_idle_per_host,
+                },
+            };
+        }
+        Transport::Http1 {
+            main: Http1::new(
+                base,
+                connector(backend),
+                backend.pool_max_idle_per_host,
+                backend.pool_idle_timeout,
+            ),
+            other: OnceLock::new(),
+        }
+    }
+}
+
+/// An HTTP/1 request to another destination than the replica's own (its
+/// metrics port), through a second client made on first use.
+async fn elsewhere(
+    main: &Http1,
+    other: &OnceLock<Box<Http1>>,
+    req: Request<Body>,
+) -> Result<Response<ReplyBody>, SendError> {
+    let other = other.get_or_init(|| {
+        Box::new(Http1::new(
+            req.uri(),
+            main.connector(),
+            main.max_idle(),
+            main.idle_timeout(),
+        ))
+    });
+    if other.serves(req.uri()) {
+        return other.send(req).await;
+    }
+    // A third destination (never asked for today): a client of its own,
+    // not kept.
+    let once = Http1::new(req.uri(), main.connector(), 0, main.idle_timeout());
+    once.send(req).await
+}
+
+/// What each of a gRPC replica's pools is built with.
 #[derive(Debug)]
 struct PoolSettings {
     connector: Connector,
     idle_timeout: Duration,
     max_idle: usize,
-    /// HTTP/2 only (a gRPC backend): one connection carries many requests
-    /// at once; each request still picks its replica.
-    http2: bool,
 }
 
 /// The URI requests to a configured URL go to: a `grpc://` replica is
@@ -374,6 +499,13 @@ mod tests {
         assert_eq!(r.label, "http://127.0.0.1:8000/triton");
         assert_eq!(r.uri_for("/v2"), "http://127.0.0.1:8000/triton/v2");
         assert_eq!(r.host(), "127.0.0.1:8000");
+        // HTTP/1 requests go in origin-form; gRPC ones absolute.
+        assert_eq!(r.target("/v2/models?x=1"), "/triton/v2/models?x=1");
+        assert_eq!(replica("http://h:1").target("/v2"), "/v2");
+        assert_eq!(
+            replica("grpc://127.0.0.1:8001").target("/inference.GRPCInferenceService/ModelInfer"),
+            "http://127.0.0.1:8001/inference.GRPCInferenceService/ModelInfer"
+        );
     }
 
     #[tokio::test]

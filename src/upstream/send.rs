@@ -10,6 +10,7 @@ use std::time::Instant;
 use http::{HeaderMap, HeaderValue, Request, Response, StatusCode, header};
 
 use super::failure::{Failure, classify};
+use super::http1::ReplyBody;
 use super::models::Followed;
 use super::pick::two_choices;
 use super::retry;
@@ -34,7 +35,7 @@ enum Attempt {
     /// The replica answered (with any status). `early`: before the
     /// request's body ended (see [`answer_after`]).
     Answer {
-        resp: Response<hyper::body::Incoming>,
+        resp: Response<ReplyBody>,
         early: bool,
     },
     /// No answer within the request's time.
@@ -187,7 +188,9 @@ impl Upstream {
         deadline: Instant,
         end: Option<tokio::sync::oneshot::Receiver<()>>,
     ) -> Attempt {
-        let exchange = replica.client().request(req);
+        // Boxed: the exchange's future is large, and this one is moved
+        // into the timeouts below and with the request's future.
+        let exchange = Box::pin(replica.request(req));
         let (sent, early) = match end {
             None => (
                 tokio::time::timeout_at(deadline.into(), exchange).await,
@@ -357,7 +360,7 @@ impl Upstream {
     /// it says about the replica.
     fn reply(
         &self,
-        resp: Response<hyper::body::Incoming>,
+        resp: Response<ReplyBody>,
         lease: Lease,
         obs: Option<&Arc<dyn Watch>>,
         judge: bool,
@@ -423,7 +426,7 @@ async fn answer_after<F: std::future::Future>(
 fn request(replica: &Replica, out: &mut Outgoing, again: bool, own_host: bool) -> Request<Body> {
     let mut req = Request::new(out.body.take());
     *req.method_mut() = out.method.clone();
-    *req.uri_mut() = replica.uri_for(&out.path);
+    *req.uri_mut() = replica.target(&out.path);
     let mut headers = if again {
         out.headers.clone()
     } else {
