@@ -256,6 +256,10 @@ struct Written {
     took: std::time::Duration,
 }
 
+/// Most bytes reserved up front for a reply's JSON data; a larger one
+/// grows as it is written.
+const MAX_HEADER_RESERVE: usize = 64 << 10;
+
 fn write_reply(
     route: &str,
     reply: &InferReply,
@@ -263,7 +267,20 @@ fn write_reply(
     coding: Coding,
 ) -> Result<Written, V2Error> {
     let started = Instant::now();
-    let mut header = Vec::with_capacity(256);
+    // Room for the JSON data too (up to a point): growing the header while
+    // the values are written cost a copy of it.
+    let text: usize = reply
+        .outputs()
+        .zip(wants)
+        .map(|((t, data), &binary)| match data {
+            TensorData::Pieces(_) if !binary => {
+                let len = usize::try_from(data.len()).unwrap_or(usize::MAX);
+                ValueWriter::max_text_len(t.datatype, len)
+            }
+            _ => 0,
+        })
+        .fold(0, usize::saturating_add);
+    let mut header = Vec::with_capacity(256 + text.min(MAX_HEADER_RESERVE));
     let mut w = DocWriter::new();
     let doc = &reply.header;
     w.open(doc, &mut header);

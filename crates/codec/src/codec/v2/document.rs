@@ -14,6 +14,11 @@
 //! announced through [`DocParser::take_heads`] as soon as it is known, so
 //! rules can refuse a request before its data is read.
 //!
+//! A first chunk that holds a whole, small document in the plain forms
+//! nearly every client and backend writes is read in one pass instead
+//! ([`whole`]), into exactly what the state machine would build; anything
+//! else, errors included, goes through the state machine.
+//!
 //! The first error is final: the parser keeps it, and every later
 //! [`DocParser::feed`] or [`DocParser::finish`] returns it again. Never does
 //! I/O.
@@ -24,6 +29,7 @@ mod entry;
 mod error;
 mod quick;
 mod step;
+mod whole;
 
 use bytes::{Buf, BytesMut};
 use serde_json::Value;
@@ -118,6 +124,9 @@ pub struct DocParser {
     /// Tensor `data` values begun so far: tells a [`DataTail`] cut in one
     /// tensor's data from the next tensor's.
     data_values: u64,
+    /// Whether a first chunk holding the whole document is read by the
+    /// one-pass parser ([`whole`]); only tests turn it off, to compare.
+    try_whole: bool,
 }
 
 impl DocParser {
@@ -139,12 +148,33 @@ impl DocParser {
                 values: limits.max_member_values,
             },
             data_values: 0,
+            try_whole: true,
+        }
+    }
+
+    /// A parser that reads every document with the streaming state machine,
+    /// never the one-pass parser: what the one-pass parser is held to.
+    #[cfg(test)]
+    fn streaming(kind: DocKind, limits: DocLimits) -> Self {
+        DocParser {
+            try_whole: false,
+            ..DocParser::new(kind, limits)
         }
     }
 
     /// Parses a complete document in one call.
     pub fn parse(kind: DocKind, limits: DocLimits, input: &[u8]) -> Result<Document, DocError> {
+        if let Some(w) = whole::parse(kind, &limits, input, false) {
+            return Ok(Document {
+                kind,
+                members: w.members,
+                tensors_at: w.tensors_at,
+                tensors: w.tensors,
+            });
+        }
         let mut p = DocParser::new(kind, limits);
+        // Already tried: not a whole, plain document.
+        p.try_whole = false;
         p.feed(input)?;
         p.finish()
     }
@@ -154,11 +184,34 @@ impl DocParser {
         if let State::Failed(e) = &self.state {
             return Err(DocError::clone(e));
         }
+        if matches!(self.state, State::Start) && self.pending.is_empty() && self.read_whole(chunk) {
+            return Ok(());
+        }
         let result = self.feed_chunk(chunk);
         if let Err(e) = &result {
             self.fail(e.clone());
         }
         result
+    }
+
+    /// Reads `chunk` with the one-pass parser if it holds a whole, plain
+    /// document: then the parser stands where the streaming state machine
+    /// would after the same chunk (at the end, the heads to take).
+    fn read_whole(&mut self, chunk: &[u8]) -> bool {
+        if !self.try_whole {
+            return false;
+        }
+        let Some(w) = whole::parse(self.kind, &self.limits, chunk, true) else {
+            return false;
+        };
+        self.members = w.members;
+        self.tensors_at = Some(w.tensors_at);
+        self.tensors = w.tensors;
+        self.heads = w.heads;
+        self.data_values += w.data_values;
+        self.offset += chunk.len() as u64;
+        self.state = State::End;
+        true
     }
 
     fn feed_chunk(&mut self, chunk: &[u8]) -> Result<(), DocError> {

@@ -521,20 +521,7 @@ impl DocWriter {
             out.push(b',');
             member(out, k, v);
         }
-        let mut params: Map<String, Value> = entry.parameters.clone();
-        match form {
-            TensorForm::Binary(size) => {
-                params.insert("binary_data_size".to_owned(), Value::from(size));
-            }
-            TensorForm::Json => {
-                params.remove("binary_data_size");
-            }
-            TensorForm::AsIs => {}
-        }
-        if !params.is_empty() {
-            out.extend_from_slice(b",\"parameters\":");
-            let _ = serde_json::to_writer(&mut *out, &params);
-        }
+        write_parameters(&entry.parameters, form, out);
         match form {
             TensorForm::Json => out.extend_from_slice(b",\"data\":["),
             TensorForm::Binary(_) | TensorForm::AsIs => out.push(b'}'),
@@ -554,6 +541,88 @@ impl DocWriter {
             member(out, k, v);
         }
         out.push(b'}');
+    }
+}
+
+/// The parameter `binary_data_size`, which says where a tensor's data is.
+const BINARY_DATA_SIZE: &str = "binary_data_size";
+
+/// A tensor's `"parameters"` member as `form` has it (nothing when none is
+/// left): for [`TensorForm::Binary`], `binary_data_size` set to the size
+/// (in its place, or last); for [`TensorForm::Json`], removed the way
+/// `serde_json::Map::remove` removes (the last parameter takes its place).
+/// Written from the tensor's own map: copying the map to change one entry
+/// cost more than the rest of the tensor's head.
+fn write_parameters(params: &Map<String, Value>, form: TensorForm, out: &mut Vec<u8>) {
+    let mut w = ParamWriter { out, any: false };
+    let at = params.keys().position(|k| k == BINARY_DATA_SIZE);
+    match (form, at) {
+        (TensorForm::Binary(size), _) => {
+            for (k, v) in params {
+                match k.as_str() {
+                    BINARY_DATA_SIZE => w.size(k, size),
+                    _ => w.value(k, v),
+                }
+            }
+            if at.is_none() {
+                w.size(BINARY_DATA_SIZE, size);
+            }
+        }
+        (TensorForm::Json, Some(at)) => {
+            let last = params.len() - 1;
+            let moved = params.iter().next_back();
+            for (i, (k, v)) in params.iter().enumerate().take(last) {
+                match moved {
+                    Some((mk, mv)) if i == at => w.value(mk, mv),
+                    _ => w.value(k, v),
+                }
+            }
+        }
+        (TensorForm::Json | TensorForm::AsIs, _) => {
+            for (k, v) in params {
+                w.value(k, v);
+            }
+        }
+    }
+    if w.any {
+        w.out.push(b'}');
+    }
+}
+
+/// Writes the entries of a `"parameters"` object, opening it before the
+/// first.
+struct ParamWriter<'a> {
+    out: &'a mut Vec<u8>,
+    any: bool,
+}
+
+impl ParamWriter<'_> {
+    fn key(&mut self, key: &str) {
+        let out = &mut *self.out;
+        if self.any {
+            out.push(b',');
+        } else {
+            out.extend_from_slice(b",\"parameters\":{");
+            self.any = true;
+        }
+        if is_plain_ascii(key.as_bytes()) {
+            out.push(b'"');
+            out.extend_from_slice(key.as_bytes());
+            out.push(b'"');
+        } else {
+            let _ = serde_json::to_writer(&mut *out, key);
+        }
+        out.push(b':');
+    }
+
+    fn value(&mut self, key: &str, value: &Value) {
+        self.key(key);
+        let _ = serde_json::to_writer(&mut *self.out, value);
+    }
+
+    fn size(&mut self, key: &str, size: u64) {
+        self.key(key);
+        int(self.out, size);
     }
 }
 

@@ -99,6 +99,12 @@ impl EntryBuilder {
         Ok(())
     }
 
+    /// Announces no head for this entry: for a caller that does not take
+    /// them.
+    pub fn skip_head(&mut self) {
+        self.head_sent = true;
+    }
+
     /// The head, the first time name, datatype and shape are all known.
     pub fn new_head(&mut self) -> Option<EntryHead> {
         if self.head_sent {

@@ -219,3 +219,68 @@ fn every_half_value_is_its_widened_shortest_text() {
         assert_eq!(String::from_utf8(out).unwrap(), want.join(","), "{dtype}");
     }
 }
+
+/// The `"parameters"` member as tensor heads wrote it before
+/// `write_parameters`: the map copied, changed, and written by serde.
+fn parameters_by_copy(params: &Map<String, Value>, form: TensorForm) -> Vec<u8> {
+    let mut params = params.clone();
+    match form {
+        TensorForm::Binary(size) => {
+            params.insert("binary_data_size".to_owned(), Value::from(size));
+        }
+        TensorForm::Json => {
+            params.remove("binary_data_size");
+        }
+        TensorForm::AsIs => {}
+    }
+    let mut out = Vec::new();
+    if !params.is_empty() {
+        out.extend_from_slice(b",\"parameters\":");
+        serde_json::to_writer(&mut out, &params).unwrap();
+    }
+    out
+}
+
+fn check_parameters(params: &Map<String, Value>) {
+    for form in [TensorForm::Binary(64), TensorForm::Json, TensorForm::AsIs] {
+        let mut out = Vec::new();
+        write_parameters(params, form, &mut out);
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            String::from_utf8(parameters_by_copy(params, form)).unwrap(),
+            "{params:?} as {form:?}"
+        );
+    }
+}
+
+#[test]
+fn parameters_are_written_as_the_changed_copy_was() {
+    let map = |json: &str| match serde_json::from_str(json).unwrap() {
+        Value::Object(m) => m,
+        _ => unreachable!(),
+    };
+    for json in [
+        r#"{}"#,
+        r#"{"binary_data_size": 8}"#,
+        r#"{"binary_data_size": 8, "a": 1}"#,
+        r#"{"a": 1, "binary_data_size": 8}"#,
+        r#"{"a": 1, "binary_data_size": 8, "b": "x", "c": [true]}"#,
+        r#"{"a": {"k": null}, "b\"\n\u0001é": 2.5}"#,
+    ] {
+        check_parameters(&map(json));
+    }
+}
+
+proptest::proptest! {
+    #[test]
+    fn any_parameters_are_written_as_the_changed_copy_was(
+        keys in proptest::collection::vec("[ab\"\\\\é\u{1}]{0,3}|binary_data_size", 0..6),
+    ) {
+        let params: Map<String, Value> = keys
+            .into_iter()
+            .enumerate()
+            .map(|(i, k)| (k, Value::from(i)))
+            .collect();
+        check_parameters(&params);
+    }
+}

@@ -1,0 +1,199 @@
+//! Reading position in a whole document, and the plain JSON forms the
+//! one-pass parser accepts: strings without escapes, integers that fit an
+//! `i64` (at most 18 digits), literals, and arrays and objects of them.
+//! Every read returns `None` for anything else, and the caller hands the
+//! document to the streaming parser: nothing here produces an error.
+
+use serde_json::{Map, Value};
+
+pub(super) struct Cursor<'a> {
+    s: &'a [u8],
+    pub i: usize,
+}
+
+impl<'a> Cursor<'a> {
+    pub fn new(s: &'a [u8]) -> Self {
+        Cursor { s, i: 0 }
+    }
+
+    /// The input from the current position on.
+    pub fn rest(&self) -> &'a [u8] {
+        self.s.get(self.i..).unwrap_or_default()
+    }
+
+    /// Whether only whitespace is left.
+    pub fn at_end(&mut self) -> bool {
+        self.ws();
+        self.i >= self.s.len()
+    }
+
+    #[inline]
+    pub fn ws(&mut self) {
+        while let Some(b' ' | b'\n' | b'\r' | b'\t') = self.s.get(self.i) {
+            self.i += 1;
+        }
+    }
+
+    /// The next byte after whitespace, not consumed.
+    #[inline]
+    pub fn peek(&mut self) -> Option<u8> {
+        self.ws();
+        self.s.get(self.i).copied()
+    }
+
+    /// Consumes `c` (after whitespace), or fails.
+    #[inline]
+    pub fn eat(&mut self, c: u8) -> Option<()> {
+        (self.peek()? == c).then(|| self.i += 1)
+    }
+
+    /// After a member or element: `true` on `,`, `false` on `close`.
+    #[inline]
+    pub fn more(&mut self, close: u8) -> Option<bool> {
+        match self.peek()? {
+            b',' => {
+                self.i += 1;
+                Some(true)
+            }
+            c if c == close => {
+                self.i += 1;
+                Some(false)
+            }
+            _ => None,
+        }
+    }
+
+    /// Opens an object or array (`open`): whether it has a first item
+    /// (`false`: it was empty and is closed).
+    pub fn open(&mut self, open: u8, close: u8) -> Option<bool> {
+        self.eat(open)?;
+        if self.peek()? == close {
+            self.i += 1;
+            return Some(false);
+        }
+        Some(true)
+    }
+
+    /// The content of a string without escapes or control characters
+    /// (after whitespace), not yet checked as UTF-8.
+    pub fn raw_str(&mut self) -> Option<&'a [u8]> {
+        self.eat(b'"')?;
+        let start = self.i;
+        loop {
+            match *self.s.get(self.i)? {
+                b'"' => break,
+                b'\\' | 0..=0x1f => return None,
+                _ => self.i += 1,
+            }
+        }
+        self.i += 1;
+        self.s.get(start..self.i - 1)
+    }
+
+    /// The content of a plain string, valid UTF-8.
+    pub fn str(&mut self) -> Option<&'a str> {
+        std::str::from_utf8(self.raw_str()?).ok()
+    }
+
+    /// A member name and its colon, as bytes: the names the parser knows are
+    /// told apart without a UTF-8 check.
+    pub fn key(&mut self) -> Option<&'a [u8]> {
+        let key = self.raw_str()?;
+        self.eat(b':')?;
+        Some(key)
+    }
+
+    /// A member name as a string, once it is known to be kept.
+    pub fn key_string(key: &[u8]) -> Option<String> {
+        std::str::from_utf8(key).ok().map(str::to_owned)
+    }
+
+    /// An integer as JSON writes it, of at most 18 digits; `-0` is left to
+    /// serde (which reads it as a float).
+    #[inline]
+    pub fn int(&mut self) -> Option<i64> {
+        self.ws();
+        let s = self.s;
+        let negative = s.get(self.i) == Some(&b'-');
+        let start = self.i + usize::from(negative);
+        let mut end = start;
+        let mut v: i64 = 0;
+        while let Some(&c) = s.get(end) {
+            let d = c.wrapping_sub(b'0');
+            if d > 9 {
+                break;
+            }
+            // Wraps only past 18 digits, which are refused below.
+            v = v.wrapping_mul(10).wrapping_add(i64::from(d));
+            end += 1;
+        }
+        let len = end - start;
+        if len == 0 || len > 18 || (len > 1 && s[start] == b'0') || (negative && v == 0) {
+            return None;
+        }
+        // A number ends at a delimiter: `1.5`, `1e3` are not integers.
+        if let Some(b'.' | b'e' | b'E') = s.get(end) {
+            return None;
+        }
+        self.i = end;
+        Some(if negative { -v } else { v })
+    }
+
+    /// A whole value in one of the plain forms, nesting at most `depth`
+    /// arrays and objects.
+    pub fn value(&mut self, depth: u32) -> Option<Value> {
+        Some(match self.peek()? {
+            b'"' => Value::String(self.str()?.to_owned()),
+            b'{' => Value::Object(self.object(depth)?),
+            b'[' => {
+                let depth = depth.checked_sub(1)?;
+                let mut items = Vec::new();
+                if self.open(b'[', b']')? {
+                    loop {
+                        items.push(self.value(depth)?);
+                        if !self.more(b']')? {
+                            break;
+                        }
+                    }
+                }
+                Value::Array(items)
+            }
+            b't' => self.literal(b"true", Value::Bool(true))?,
+            b'f' => self.literal(b"false", Value::Bool(false))?,
+            b'n' => self.literal(b"null", Value::Null)?,
+            _ => Value::from(self.int()?),
+        })
+    }
+
+    /// An object of plain values; a name given twice is left to serde.
+    pub fn object(&mut self, depth: u32) -> Option<Map<String, Value>> {
+        let depth = depth.checked_sub(1)?;
+        let mut map = Map::new();
+        if self.open(b'{', b'}')? {
+            loop {
+                let key = Self::key_string(self.key()?)?;
+                let value = self.value(depth)?;
+                if map.insert(key, value).is_some() {
+                    return None;
+                }
+                if !self.more(b'}')? {
+                    break;
+                }
+            }
+        }
+        Some(map)
+    }
+
+    fn literal(&mut self, text: &[u8], value: Value) -> Option<Value> {
+        let end = self.i + text.len();
+        if self.s.get(self.i..end)? != text {
+            return None;
+        }
+        // `truex` is not `true`.
+        if self.s.get(end).is_some_and(u8::is_ascii_alphanumeric) {
+            return None;
+        }
+        self.i = end;
+        Some(value)
+    }
+}
