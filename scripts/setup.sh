@@ -3,6 +3,7 @@
 #   - Debian packages: promtool (package "prometheus") to check a real
 #     /metrics scrape; libpython for Triton's Python backend; wrk and nginx
 #     (package "nginx-light"), haproxy and caddy for scripts/bench-proxy.sh;
+#     valgrind for scripts/bench/instructions.sh;
 #     libssl-dev and pkg-config, which the Decthings client's native-tls
 #     needs to build;
 #   - podman and runc (Debian), to build and run the container image
@@ -67,6 +68,8 @@ command -v haproxy >/dev/null 2>&1 || bench_packages+=(haproxy)
 command -v caddy >/dev/null 2>&1 || bench_packages+=(caddy)
 # h2load, for scripts/bench-grpc.sh (not run by CI).
 command -v h2load >/dev/null 2>&1 || bench_packages+=(nghttp2-client)
+# valgrind, for scripts/bench/instructions.sh (its --smoke runs in CI).
+command -v valgrind >/dev/null 2>&1 || bench_packages+=(valgrind)
 if [ "${#bench_packages[@]}" -gt 0 ]; then
   # nginx-light's and caddy's scripts would start a server on port 80 of
   # every address (haproxy's default configuration listens nowhere, but is

@@ -34,7 +34,10 @@
 #   8. the proxy benchmark's smoke run (scripts/bench-proxy.sh --smoke): fails
 #      when a ratio against nginx or against direct Triton access falls below
 #      half its target on the best of its rounds, on two runs in a row (one
-#      noisy run is retried); HAProxy and Caddy are measured beside nginx.
+#      noisy run is retried); HAProxy and Caddy are measured beside nginx;
+#      and instructions per request under callgrind
+#      (scripts/bench/instructions.sh --smoke): exact, so no retry; fails
+#      past twice issue 25's target 3.
 # Servers are stopped by PID on exit, whatever happens. Without CI=true the
 # real-backend tests skip loudly when a backend is missing, and the summary
 # at the end counts and names every skipped test; with CI=true they fail.
@@ -179,6 +182,14 @@ stop_backends
 if ! TENSORGATE_BIN="$BIN" bash scripts/bench-proxy.sh --smoke; then
   echo "bench-proxy --smoke: below the line; once more, as the machine is shared" >&2
   TENSORGATE_BIN="$BIN" bash scripts/bench-proxy.sh --smoke
+fi
+
+step "instructions per request under callgrind (at most twice issue 25's target 3)"
+if command -v valgrind >/dev/null 2>&1; then
+  bash scripts/bench/instructions.sh --bin "$BIN" --smoke
+else
+  [ -n "${CI:-}" ] && { echo "no valgrind (scripts/setup.sh installs it)" >&2; exit 1; }
+  skip "scripts/bench/instructions.sh --smoke: no valgrind"
 fi
 
 skipped=$(grep -c . "$TENSORGATE_SKIP_LOG" || true)
