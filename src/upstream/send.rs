@@ -75,10 +75,10 @@ impl Upstream {
             .retries
             .max
             .min((replicas.len() as u32).saturating_sub(1).max(1));
-        let mut tried: Vec<usize> = Vec::new();
+        let mut tried = Tried::default();
         let mut last: Option<UpstreamError> = None;
         loop {
-            let i = match self.choose(&replicas, tracked.as_deref(), &tried, &out) {
+            let i = match self.choose(&replicas, tracked.as_deref(), tried.as_slice(), &out) {
                 Ok(i) => i,
                 Err(e) => return Err(last.unwrap_or(e)),
             };
@@ -440,6 +440,44 @@ fn request(replica: &Replica, out: &mut Outgoing, again: bool, own_host: bool) -
     req
 }
 
+/// The replicas a request went to, by index, in order: inline for the
+/// first few attempts (a vector cost an allocation per request).
+#[derive(Debug, Default)]
+struct Tried {
+    inline: [usize; Tried::INLINE],
+    len: usize,
+    more: Vec<usize>,
+}
+
+impl Tried {
+    const INLINE: usize = 4;
+
+    fn push(&mut self, i: usize) {
+        match self.inline.get_mut(self.len) {
+            Some(slot) => *slot = i,
+            None => {
+                if self.more.is_empty() {
+                    self.more.extend_from_slice(&self.inline);
+                }
+                self.more.push(i);
+            }
+        }
+        self.len += 1;
+    }
+
+    fn len(&self) -> usize {
+        self.len
+    }
+
+    fn as_slice(&self) -> &[usize] {
+        if self.len <= Tried::INLINE {
+            &self.inline[..self.len]
+        } else {
+            &self.more
+        }
+    }
+}
+
 /// The client span of one attempt, in a sampled trace: from the pick of
 /// the replica to its answer's head (or failure). Its context is what the
 /// replica is sent in `traceparent`, so the backend's spans are its
@@ -527,13 +565,25 @@ fn request_id<'a>(obs: Option<&'a Arc<dyn Watch>>, headers: &'a HeaderMap) -> &'
 
 #[cfg(test)]
 mod tests {
-    use super::answer_after;
+    use super::{Tried, answer_after};
     use std::time::Duration;
     use tokio::sync::oneshot;
 
     async fn after(ms: u64) -> u64 {
         tokio::time::sleep(Duration::from_millis(ms)).await;
         ms
+    }
+
+    #[test]
+    fn tried_keeps_every_index_in_order_past_its_inline_room() {
+        let mut t = Tried::default();
+        assert!(t.as_slice().is_empty());
+        for i in 0..9 {
+            t.push(10 + i);
+            assert_eq!(t.len(), i + 1);
+            let want: Vec<usize> = (10..=10 + i).collect();
+            assert_eq!(t.as_slice(), want.as_slice());
+        }
     }
 
     /// The limit counts from the end signal: an answer long after the start
