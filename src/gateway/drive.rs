@@ -45,14 +45,14 @@ use crate::http::headers::strip_credentials;
 use crate::http::wire::{BodyClock, Wire};
 use crate::infer::split;
 use crate::metrics::Kind;
-use crate::observe::{Observation, Start, ensure_request_id, traced_request_id};
+use crate::observe::{Metered, Observation, Start, ensure_request_id, traced_request_id};
 use std::future::Future;
 use std::pin::Pin;
 
 /// One request being served: the future of its frontend's path alone, boxed
 /// once (a future holding every frontend's path would be as large as the
 /// largest, and copied whole into its box for every request).
-pub type Handling = Pin<Box<dyn Future<Output = Response<Body>> + Send>>;
+pub type Handling = Pin<Box<dyn Future<Output = Response<Metered<Body>>> + Send>>;
 
 impl Gateway {
     /// Serves one request from the client at `peer` (when known); every
@@ -105,7 +105,7 @@ impl Gateway {
         f: F,
         req: Request<Incoming>,
         obs: Observation,
-    ) -> Response<Body> {
+    ) -> Response<Metered<Body>> {
         let given = match f.deadline(req.headers()) {
             Ok(given) => given,
             Err(e) => {
@@ -346,7 +346,7 @@ impl Services for Gateway {
 /// first, the box is where the optimizer builds it.
 fn boxed<F>(make: impl FnOnce() -> F) -> Handling
 where
-    F: Future<Output = Response<Body>> + Send + 'static,
+    F: Future<Output = Response<Metered<Body>>> + Send + 'static,
 {
     let slot = Box::<F>::new_uninit();
     let built: Box<F> = Box::write(slot, make());

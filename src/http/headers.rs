@@ -34,6 +34,18 @@ pub fn lacks(headers: &HeaderMap, name: &HeaderName) -> bool {
     }
 }
 
+/// The `Content-Length` a head declares, when it declares a usable one.
+/// Most requests without a body declare none: known without a lookup.
+pub fn declared_length(headers: &HeaderMap) -> Option<u64> {
+    if lacks(headers, &header::CONTENT_LENGTH) {
+        return None;
+    }
+    headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok())
+}
+
 /// Removes hop-by-hop headers, including any the `Connection` header names.
 /// Most messages carry none: one pass over the names decides, without a
 /// hash lookup per hop-by-hop name.

@@ -19,6 +19,7 @@ use super::conn::ConnState;
 use crate::gateway::Handling;
 use crate::gateway::live::Live;
 use crate::http::body::Body;
+use crate::observe::Metered;
 use bytes::Bytes;
 use http::{Request, Response};
 use http_body::Frame;
@@ -56,7 +57,7 @@ impl Tracked {
 }
 
 impl hyper::service::Service<Request<Incoming>> for Tracked {
-    type Response = Response<Counted<Body>>;
+    type Response = Response<Counted<Metered<Body>>>;
     type Error = Infallible;
     type Future = Respond;
 
@@ -82,7 +83,7 @@ impl std::fmt::Debug for Respond {
 }
 
 impl Future for Respond {
-    type Output = Result<Response<Counted<Body>>, Infallible>;
+    type Output = Result<Response<Counted<Metered<Body>>>, Infallible>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.get_mut();
