@@ -118,6 +118,27 @@ async fn a_keep_alive_connection_is_timed_by_header_read_timeout_after_its_first
     assert_eq!(backend.requests().len(), 1);
 }
 
+#[tokio::test]
+async fn a_second_request_head_that_never_ends_is_closed_after_header_read_timeout() {
+    let (backend, gw) = setup("1s").await;
+    let mut stream = TcpStream::connect(gw.data_addr).await.unwrap();
+    stream
+        .write_all(b"GET /v2/health/ready HTTP/1.1\r\nHost: x\r\n\r\nGET /v2/hea")
+        .await
+        .unwrap();
+    let since = Instant::now();
+    // The first request is answered; the second head is never finished
+    // and is not answered: the connection is closed without a reply.
+    let (after, got) = until_closed(&mut stream, since, Duration::from_secs(1) + MARGIN)
+        .await
+        .expect("a half-sent second head kept the connection open past header_read_timeout");
+    let text = String::from_utf8_lossy(&got);
+    assert!(text.starts_with("HTTP/1.1 200"), "{text}");
+    assert_eq!(text.matches("HTTP/1.1 ").count(), 1, "{text}");
+    assert!(after >= Duration::from_millis(900), "{after:?}");
+    assert_eq!(backend.requests().len(), 1);
+}
+
 async fn h2_client(
     gw: &tensorgate::server::Running,
 ) -> (

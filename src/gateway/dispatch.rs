@@ -72,7 +72,10 @@ impl Endpoint {
 /// paths are `/package.Service/Method`, never decoded), anything else by
 /// its method and path.
 pub fn endpoint<B>(req: &http::Request<B>, prefixes: &Prefixes) -> Result<Endpoint, RouteError> {
-    if grpc::is_grpc(req.headers()) {
+    // A request without a content type (most GETs) is known not to be
+    // gRPC without a lookup.
+    let typed = !crate::http::headers::lacks(req.headers(), &http::header::CONTENT_TYPE);
+    if typed && grpc::is_grpc(req.headers()) {
         return Ok(Endpoint::Grpc(grpc::Rpc::new(req.uri().path())));
     }
     classify(req.method(), req.uri().path(), prefixes)

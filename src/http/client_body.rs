@@ -14,7 +14,7 @@ use tokio::time::Instant;
 use bytes::Bytes;
 use http_body_util::BodyExt;
 
-use http::{HeaderMap, header};
+use http::HeaderMap;
 use sha2::{Digest as _, Sha256};
 
 use crate::error::{Class, Classify, TensorLabel, Violated};
@@ -75,10 +75,7 @@ pub fn check_declared_length(
     route: &str,
     limit: u64,
 ) -> Result<Option<u64>, BodyError> {
-    let declared = headers
-        .get(header::CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse::<u64>().ok());
+    let declared = super::headers::declared_length(headers);
     if declared.is_some_and(|n| n > limit) {
         return Err(BodyError::TooLarge {
             route: route.to_owned(),

@@ -20,6 +20,32 @@ const HOP_BY_HOP: [HeaderName; 8] = [
     header::UPGRADE,
 ];
 
+/// Whether `headers` has no `name`, known without hashing it when they
+/// are few: a lookup hashes a custom name byte by byte and probes, even
+/// for a name the message does not carry (most requests carry none of the
+/// gateway's own headers), where comparing a few names is cheaper.
+pub fn lacks(headers: &HeaderMap, name: &HeaderName) -> bool {
+    /// Past this many names, the hash lookup is the cheaper.
+    const SCAN: usize = 8;
+    if headers.keys_len() <= SCAN {
+        !headers.keys().any(|k| k == name)
+    } else {
+        !headers.contains_key(name)
+    }
+}
+
+/// The `Content-Length` a head declares, when it declares a usable one.
+/// Most requests without a body declare none: known without a lookup.
+pub fn declared_length(headers: &HeaderMap) -> Option<u64> {
+    if lacks(headers, &header::CONTENT_LENGTH) {
+        return None;
+    }
+    headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok())
+}
+
 /// Removes hop-by-hop headers, including any the `Connection` header names.
 /// Most messages carry none: one pass over the names decides, without a
 /// hash lookup per hop-by-hop name.
@@ -118,6 +144,31 @@ mod tests {
         let mut none = HeaderMap::new();
         strip_body_headers(&mut none);
         assert!(none.is_empty());
+    }
+
+    #[test]
+    fn lacks_answers_as_a_lookup_for_few_and_many_names() {
+        let hint = HeaderName::from_static("x-tensorgate-backend");
+        let mut h = HeaderMap::new();
+        assert!(lacks(&h, &hint));
+        h.insert("host", "gw".parse().unwrap());
+        h.insert("x-tensorgate-backen", "near miss".parse().unwrap());
+        assert!(lacks(&h, &hint));
+        assert!(!lacks(&h, &header::HOST));
+        h.insert(hint.clone(), "canary".parse().unwrap());
+        assert!(!lacks(&h, &hint));
+        // Past the names it scans, the map is asked.
+        for i in 0..12 {
+            h.insert(
+                HeaderName::try_from(format!("x-filler-{i}")).unwrap(),
+                "1".parse().unwrap(),
+            );
+        }
+        assert!(h.keys_len() > 8);
+        assert!(!lacks(&h, &hint));
+        h.remove(&hint);
+        assert!(lacks(&h, &hint));
+        assert!(!lacks(&h, &HeaderName::from_static("x-filler-11")));
     }
 
     #[test]

@@ -21,7 +21,7 @@ use std::task::{Context, Poll, ready};
 use std::time::Duration;
 
 use bytes::Bytes;
-use http::{HeaderMap, header};
+use http::HeaderMap;
 use http_body::{Body as _, Frame, SizeHint};
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
@@ -89,10 +89,7 @@ pub struct BodyClock {
 impl BodyClock {
     /// The clock of a body whose head is `headers`, starting now.
     pub fn start(headers: &HeaderMap, timeouts: BodyTimeouts) -> Arc<BodyClock> {
-        let declared = headers
-            .get(header::CONTENT_LENGTH)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.parse::<u64>().ok());
+        let declared = super::headers::declared_length(headers);
         Arc::new(BodyClock {
             timeouts,
             deadline: Instant::now() + timeouts.total,
@@ -333,6 +330,7 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
+    use http::header;
 
     #[tokio::test(start_paused = true)]
     async fn the_nearer_of_the_pause_and_the_deadline_is_waited_for() {

@@ -18,6 +18,9 @@ const MAX_HINT: usize = 128;
 /// Takes `x-tensorgate-backend` out of the request headers (it never
 /// reaches a backend).
 pub fn take_hint(headers: &mut HeaderMap) -> Option<String> {
+    if crate::http::headers::lacks(headers, &BACKEND_HEADER) {
+        return None;
+    }
     let value = headers.remove(BACKEND_HEADER)?;
     let text = value.to_str().ok()?.trim();
     (!text.is_empty() && text.len() <= MAX_HINT).then(|| text.to_owned())

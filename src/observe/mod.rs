@@ -20,7 +20,6 @@ use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use http::{HeaderValue, Method, Response};
-use http_body_util::BodyExt;
 
 use crate::config::Route;
 use crate::guard::admission::Slot;
@@ -390,7 +389,7 @@ impl Observation {
 
     /// Wraps the reply: counts what the client receives and, when the body
     /// ends or is dropped, records the request and writes the access log.
-    pub fn finish(self, resp: Response<Body>) -> Response<Body> {
+    pub fn finish(self, resp: Response<Body>) -> Response<Metered<Body>> {
         let (mut parts, body) = resp.into_parts();
         parts
             .headers
@@ -399,8 +398,8 @@ impl Observation {
             0 => parts.status.as_u16(),
             said => said,
         };
-        let body = Metered::new(body, self, Leg::Client { status });
-        Response::from_parts(parts, body.boxed_unsync())
+        // Not boxed again: the server takes this type as it is.
+        Response::from_parts(parts, Metered::new(body, self, Leg::Client { status }))
     }
 
     fn complete(&self, status: u16, completed: bool) {

@@ -7,12 +7,13 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use http::{HeaderMap, HeaderValue};
 
-use crate::http::headers::REQUEST_ID;
+use crate::http::headers::{REQUEST_ID, lacks};
 use crate::trace::{Attribute, CLIENT_REQUEST_ID, Trace};
 
 /// Returns the client's request id, or sets a new one.
 pub fn ensure_request_id(headers: &mut HeaderMap) -> HeaderValue {
-    if let Some(v) = headers.get(&REQUEST_ID)
+    if !lacks(headers, &REQUEST_ID)
+        && let Some(v) = headers.get(&REQUEST_ID)
         && !v.is_empty()
         && v.len() <= 200
     {

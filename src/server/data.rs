@@ -39,8 +39,10 @@ fn builder(server: &ServerConfig) -> Builder<TokioExecutor> {
     let mut builder = Builder::new(TokioExecutor::new());
     builder
         .http1()
-        .timer(TokioTimer::new())
-        .header_read_timeout(server.header_read_timeout)
+        // The header read timeout is the connection driver's
+        // (`conn::drive`, one timer per connection): hyper's made a timer
+        // for every request head.
+        .header_read_timeout(None)
         .keep_alive(true);
     // A peer that does not answer a ping within the handshake allowance is
     // gone; pings go out after that long without a frame from it.
@@ -209,7 +211,7 @@ pub async fn serve(
         tls,
         limits: ConnLimits {
             handshake: server.handshake_timeout,
-            h2_idle: server.header_read_timeout,
+            idle: server.header_read_timeout,
         },
         drain,
         workers,

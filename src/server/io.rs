@@ -1,6 +1,7 @@
 //! The connection's byte stream, watched: the first bytes read are shown
 //! to a [`Sniffer`] until it has decided, and its verdict goes to the
-//! connection's [`ConnState`]. Bytes pass through unchanged and unbuffered.
+//! connection's [`ConnState`], as does whether a write waits for the
+//! client. Bytes pass through unchanged and unbuffered.
 
 use std::io;
 use std::pin::Pin;
@@ -61,11 +62,17 @@ impl<T: AsyncWrite> AsyncWrite for Sniffed<T> {
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
-        self.project().inner.poll_write(cx, buf)
+        let this = self.project();
+        let polled = this.inner.poll_write(cx, buf);
+        this.conn.write_waits(polled.is_pending());
+        polled
     }
 
     fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        self.project().inner.poll_flush(cx)
+        let this = self.project();
+        let polled = this.inner.poll_flush(cx);
+        this.conn.write_waits(polled.is_pending());
+        polled
     }
 
     fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
@@ -77,7 +84,10 @@ impl<T: AsyncWrite> AsyncWrite for Sniffed<T> {
         cx: &mut Context<'_>,
         bufs: &[io::IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
-        self.project().inner.poll_write_vectored(cx, bufs)
+        let this = self.project();
+        let polled = this.inner.poll_write_vectored(cx, bufs);
+        this.conn.write_waits(polled.is_pending());
+        polled
     }
 
     fn is_write_vectored(&self) -> bool {

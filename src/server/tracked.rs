@@ -1,9 +1,13 @@
-//! The per-connection service: tells the connection's [`ConnState`] when
-//! a request starts and when it is over — when its reply body has ended
-//! or been dropped, not when the headers went out — so an HTTP/2
-//! connection streaming a long reply is not idle; and puts the client's
-//! address on each request ([`ClientAddr`]) for the gateway's
-//! per-client bound.
+//! The per-connection service: hands each request to the current gateway
+//! with the client's address (for its per-client bound), and tells the
+//! connection's [`ConnState`] when a request starts and when it is over —
+//! when its reply body has ended or been dropped, not when the headers
+//! went out — so an HTTP/2 connection streaming a long reply is not idle.
+//!
+//! hyper calls the gateway directly: through tower's `Oneshot` (a clone
+//! of the service, `poll_ready`, then `call`, each request) it cost about
+//! 3,500 instructions per proxied GET under callgrind, most of it the
+//! request's extension map, allocated to carry the client's address.
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -11,16 +15,16 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll, ready};
 
+use super::conn::ConnState;
+use crate::gateway::Handling;
+use crate::gateway::live::Live;
+use crate::http::body::Body;
+use crate::observe::Metered;
 use bytes::Bytes;
 use http::{Request, Response};
 use http_body::Frame;
 use hyper::body::Incoming;
 use pin_project_lite::pin_project;
-use tower::ServiceExt;
-use tower::util::Oneshot;
-
-use super::conn::ConnState;
-use crate::guard::clients::ClientAddr;
 
 /// Counts one request as in progress on its connection while it lives.
 #[derive(Debug)]
@@ -39,60 +43,51 @@ impl Drop for Active {
     }
 }
 
-/// A tower service made a hyper service for one connection.
+/// The gateway as the hyper service of one connection.
 #[derive(Clone, Debug)]
-pub struct Tracked<S> {
-    inner: S,
+pub struct Tracked {
+    gateway: Live,
     conn: Arc<ConnState>,
 }
 
-impl<S> Tracked<S> {
-    pub fn new(inner: S, conn: Arc<ConnState>) -> Self {
-        Tracked { inner, conn }
+impl Tracked {
+    pub fn new(gateway: Live, conn: Arc<ConnState>) -> Self {
+        Tracked { gateway, conn }
     }
 }
 
-impl<S, B> hyper::service::Service<Request<Incoming>> for Tracked<S>
-where
-    S: tower::Service<Request<Incoming>, Response = Response<B>, Error = Infallible> + Clone,
-{
-    type Response = Response<Counted<B>>;
+impl hyper::service::Service<Request<Incoming>> for Tracked {
+    type Response = Response<Counted<Metered<Body>>>;
     type Error = Infallible;
-    type Future = Respond<Oneshot<S, Request<Incoming>>>;
+    type Future = Respond;
 
-    fn call(&self, mut req: Request<Incoming>) -> Self::Future {
-        if let Some(ip) = self.conn.peer() {
-            req.extensions_mut().insert(ClientAddr(ip));
-        }
-        Respond {
-            active: Some(Active::start(&self.conn)),
-            inner: self.inner.clone().oneshot(req),
-        }
+    fn call(&self, req: Request<Incoming>) -> Respond {
+        let active = Some(Active::start(&self.conn));
+        let handling = self.gateway.current().handle(req, self.conn.peer());
+        Respond { handling, active }
     }
 }
 
-pin_project! {
-    /// The service's future; the request stays active in its reply body.
-    #[derive(Debug)]
-    pub struct Respond<F> {
-        #[pin]
-        inner: F,
-        active: Option<Active>,
+/// The service's future; the request stays active in its reply body.
+pub struct Respond {
+    handling: Handling,
+    active: Option<Active>,
+}
+
+impl std::fmt::Debug for Respond {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Respond")
+            .field("active", &self.active)
+            .finish_non_exhaustive()
     }
 }
 
-impl<F, B> Future for Respond<F>
-where
-    F: Future<Output = Result<Response<B>, Infallible>>,
-{
-    type Output = Result<Response<Counted<B>>, Infallible>;
+impl Future for Respond {
+    type Output = Result<Response<Counted<Metered<Body>>>, Infallible>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let this = self.project();
-        let resp = match ready!(this.inner.poll(cx)) {
-            Ok(resp) => resp,
-            Err(never) => match never {},
-        };
+        let this = self.get_mut();
+        let resp = ready!(this.handling.as_mut().poll(cx));
         let active = this.active.take();
         Poll::Ready(Ok(resp.map(|inner| Counted { inner, active })))
     }

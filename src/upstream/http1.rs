@@ -183,7 +183,7 @@ impl Http1 {
 /// What the client sets on every request: the `Host` (that of `dest`
 /// when the caller did not set one) and the origin-form target.
 fn prepare(req: &mut Request<Body>, dest: &Uri) {
-    if !req.headers().contains_key(header::HOST)
+    if crate::http::headers::lacks(req.headers(), &header::HOST)
         && let Some(host) = host_of(dest)
     {
         req.headers_mut().insert(header::HOST, host);
@@ -227,6 +227,9 @@ fn reply(resp: Response<Incoming>, tx: Sender, pool: &Arc<Pool<Sender>>) -> Resp
 fn reusable<B>(resp: &Response<B>) -> bool {
     if resp.status() == StatusCode::SWITCHING_PROTOCOLS {
         return false;
+    }
+    if crate::http::headers::lacks(resp.headers(), &header::CONNECTION) {
+        return resp.version() != Version::HTTP_10;
     }
     let has = |token: &str| {
         resp.headers()

@@ -11,6 +11,10 @@ use http::{HeaderMap, Uri};
 /// alone; a value that cannot be parsed is dropped rather than passed on.
 pub fn localize(backend: &Uri, headers: &mut HeaderMap) {
     for name in [header::LOCATION, header::CONTENT_LOCATION] {
+        // Most replies carry neither: known without a lookup.
+        if crate::http::headers::lacks(headers, &name) {
+            continue;
+        }
         let Some(value) = headers.get(&name) else {
             continue;
         };

@@ -45,6 +45,9 @@ pub struct UnsupportedCoding {
 /// gzip, deflate or identity is refused (a 415).
 pub fn request_coding(headers: &HeaderMap) -> Result<Coding, UnsupportedCoding> {
     let mut coding = Coding::Identity;
+    if crate::http::headers::lacks(headers, &header::CONTENT_ENCODING) {
+        return Ok(coding);
+    }
     for value in headers.get_all(header::CONTENT_ENCODING) {
         let text = value.to_str().unwrap_or("?");
         for token in text.split(',').map(str::trim).filter(|t| !t.is_empty()) {
