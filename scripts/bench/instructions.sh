@@ -5,7 +5,7 @@
 # hardware counters. Use it to decide small changes on the request path.
 #
 #   bash scripts/bench/instructions.sh [--bin PATH] [--requests N] [--top K]
-#        [--gw-arg ARG]... [--nginx] [--smoke] [get|infer]...
+#        [--gw-arg ARG]... [--keep DIR] [--nginx] [--smoke] [get|infer|infer256]...
 #
 # Starts the demo backend and the gateway (under callgrind) on loopback,
 # sends 200 warm-up requests, zeroes the counts, sends N (default 1000)
@@ -13,9 +13,16 @@
 # instructions per request (all threads), then the K (default 25) functions
 # with the largest inclusive cost per request below half the total (the
 # runtime's and the connection's outer frames are left out). `get` is `GET /v2/models/simple`
-# (passthrough); `infer` is the small JSON infer of scripts/bench/infer.lua.
+# (passthrough); `infer` is the small JSON infer of scripts/bench/infer.lua;
+# `infer256` (not run unless named) is one 256-element FP32 JSON infer to the
+# demo's `identity` model, the values written as scripts/bench/json_client.py
+# writes them (float32 values widened to double, printed with repr), the
+# shape of issue 25's target 5 at N=256.
 # Each --gw-arg is passed to the gateway (e.g. --gw-arg --otel-endpoint
 # --gw-arg http://127.0.0.1:4318 for the cost of traces).
+#
+# --keep DIR: copy each callgrind dump to DIR (cg-NAME-CASE.out) for
+# callgrind_annotate (e.g. --inclusive=no, or --tree=caller).
 #
 # --nginx: then the same for nginx in front of the same backend, counted the
 # same way: the configuration of scripts/bench/nginx.sh (keep-alive
@@ -43,21 +50,23 @@ CASES=()
 GW_ARGS=()
 NGINX=0
 SMOKE=0
+KEEP=
 while [ $# -gt 0 ]; do
   case $1 in
   --bin) BIN=$2 && shift 2 ;;
   --requests) REQUESTS=$2 && shift 2 ;;
   --top) TOP=$2 && shift 2 ;;
   --gw-arg) GW_ARGS+=("$2") && shift 2 ;;
+  --keep) KEEP=$2 && shift 2 ;;
   --nginx) NGINX=1 && shift ;;
   --smoke) SMOKE=1 REQUESTS=300 TOP=0 && shift ;;
-  get | infer) CASES+=("$1") && shift ;;
+  get | infer | infer256) CASES+=("$1") && shift ;;
   *) bench_die "unknown argument $1" ;;
   esac
 done
 [ ${#CASES[@]} -gt 0 ] || CASES=(get infer)
 # Issue 25's target 3, instructions per request.
-declare -A TARGET=([get]=25000 [infer]=60000)
+declare -A TARGET=([get]=25000 [infer]=60000 [infer256]=0)
 FAILED=()
 command -v valgrind >/dev/null || bench_die "valgrind is not installed (apt-get install valgrind)"
 [ -x "$BIN" ] || bench_die "no gateway binary at $BIN (cargo build --release)"
@@ -73,12 +82,17 @@ send() {
 import http.client, re, sys
 port, n, case = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
 body = re.search(r"^wrk\.body = '(.*)'$", open("scripts/bench/infer.lua").read(), re.M).group(1)
+model = "simple"
+if case == "infer256":
+    sys.path.insert(0, "scripts/bench")
+    from json_client import request_body
+    body, model = request_body(256, "INPUT0")[0], "identity"
 c = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
 for _ in range(n):
     if case == "get":
         c.request("GET", "/v2/models/simple")
     else:
-        c.request("POST", "/v2/models/simple/infer", body, {"Content-Type": "application/json"})
+        c.request("POST", f"/v2/models/{model}/infer", body, {"Content-Type": "application/json"})
     r = c.getresponse()
     r.read()
     if r.status != 200:
@@ -103,8 +117,9 @@ count() {
   dump=$(find "$WORK" -maxdepth 1 -name "cg-$name-$case.*.1" | head -1)
   [ -n "$dump" ] || bench_die "callgrind wrote no dump for $name $case"
   total=$(awk '/^totals:/ {print $2}' "$dump")
+  [ -z "$KEEP" ] || cp "$dump" "$KEEP/cg-$name-$case.out"
   printf '%s: %d instructions per request (%d requests, %s)\n' "$5" "$((total / REQUESTS))" "$REQUESTS" "$6"
-  if [ "$SMOKE" = 1 ] && [ "$name" = gateway ]; then
+  if [ "$SMOKE" = 1 ] && [ "$name" = gateway ] && [ "${TARGET[$case]}" -gt 0 ]; then
     local line=$((2 * ${TARGET[$case]}))
     if [ "$((total / REQUESTS))" -gt "$line" ]; then
       FAILED+=("$case: $((total / REQUESTS)) instructions per request, above $line (twice issue 25's target of ${TARGET[$case]})")

@@ -41,10 +41,8 @@ pub fn build(
     let shm = data.contains(&TensorData::SharedMemory);
     match format {
         WireFormat::Binary => {
-            if !shm {
-                ask_for_binary_outputs(&mut header);
-            }
-            Ok(binary(&header, data))
+            let append = !shm && ask_for_binary_outputs(&mut header);
+            Ok(binary(&header, data, append))
         }
         WireFormat::Json => {
             if !shm {
@@ -56,8 +54,13 @@ pub fn build(
 }
 
 /// The JSON header of a binary-format request: `sizes` gives each input's
-/// data size, `None` for an input in shared memory.
-fn binary_header(header: &Document, sizes: impl Iterator<Item = Option<u64>>) -> Vec<u8> {
+/// data size, `None` for an input in shared memory. With `append`, the
+/// member [`ask_for_binary_outputs`] left to the writer goes last.
+fn binary_header(
+    header: &Document,
+    sizes: impl Iterator<Item = Option<u64>>,
+    append: bool,
+) -> Vec<u8> {
     let mut text = Vec::with_capacity(256 + 96 * header.tensors.len());
     let mut w = DocWriter::new();
     w.open(header, &mut text);
@@ -66,8 +69,18 @@ fn binary_header(header: &Document, sizes: impl Iterator<Item = Option<u64>>) ->
         w.tensor_open(t, form, &mut text);
     }
     w.close(header, &mut text);
+    if append {
+        // In place of the closing brace: the member as the document would
+        // have it last, had it been pushed onto `members`.
+        text.pop();
+        text.extend_from_slice(BINARY_OUTPUT_MEMBER);
+    }
     text
 }
+
+/// `"parameters":{"binary_data_output":true}` as the last member of a
+/// document that has no `parameters`, and the document's closing brace.
+const BINARY_OUTPUT_MEMBER: &[u8] = br#","parameters":{"binary_data_output":true}}"#;
 
 /// The JSON header of the binary-format request for a document whose
 /// inputs all carry their size (data inline or `binary_data_size`) and
@@ -82,16 +95,16 @@ pub fn provisional_header(mut header: Document) -> Option<Vec<u8>> {
     if sizes.iter().any(Option::is_none) {
         return None;
     }
-    ask_for_binary_outputs(&mut header);
-    Some(binary_header(&header, sizes.into_iter()))
+    let append = ask_for_binary_outputs(&mut header);
+    Some(binary_header(&header, sizes.into_iter(), append))
 }
 
-fn binary(header: &Document, data: Vec<TensorData>) -> RequestBody {
+fn binary(header: &Document, data: Vec<TensorData>, append: bool) -> RequestBody {
     let sizes = data.iter().map(|d| match d {
         TensorData::SharedMemory => None,
         TensorData::Pieces(_) => Some(d.len()),
     });
-    let text = binary_header(header, sizes);
+    let text = binary_header(header, sizes, append);
     let header_len = text.len() as u64;
     let mut chunks = Vec::with_capacity(1 + data.len());
     chunks.push(Bytes::from(text));
@@ -197,8 +210,11 @@ fn set_parameter(doc: &mut Document, key: &str, value: Value) {
 
 /// Asks for every output in binary: the listed outputs each get
 /// `binary_data: true`; without a list (or with an empty one, which Triton
-/// reads as no list), `binary_data_output: true`.
-fn ask_for_binary_outputs(doc: &mut Document) {
+/// reads as no list), `binary_data_output: true`. Returns `true` when that
+/// parameter is left for [`binary_header`] to write: the document has no
+/// `parameters`, and building a map for one member cost more than the rest
+/// of the header.
+fn ask_for_binary_outputs(doc: &mut Document) -> bool {
     if let Some((_, Value::Array(outputs))) = doc.members.iter_mut().find(|(k, _)| k == "outputs")
         && !outputs.is_empty()
     {
@@ -210,9 +226,13 @@ fn ask_for_binary_outputs(doc: &mut Document) {
                 p.insert("binary_data".to_owned(), Value::Bool(true));
             }
         }
-        return;
+        return false;
+    }
+    if doc.members.iter().all(|(k, _)| k != "parameters") {
+        return true;
     }
     set_parameter(doc, "binary_data_output", Value::Bool(true));
+    false
 }
 
 /// Removes binary output requests for a backend that only speaks JSON.
@@ -296,5 +316,37 @@ mod tests {
             )),
             r#"{"inputs":[{"name":"A","datatype":"FP32","shape":[1],"parameters":{"binary_data_size":4}}],"outputs":[{"name":"O","parameters":{"binary_data":true}}]}"#
         );
+        // Members after the inputs stay before the parameter added last.
+        assert_eq!(
+            header_of(&format!(r#"{{"id":"7","inputs":[{input}],"x":1}}"#)),
+            r#"{"id":"7","inputs":[{"name":"A","datatype":"FP32","shape":[1],"parameters":{"binary_data_size":4}}],"x":1,"parameters":{"binary_data_output":true}}"#
+        );
+        // Request parameters of its own: the flag joins them, in place if
+        // it was there already.
+        assert_eq!(
+            header_of(&format!(
+                r#"{{"parameters":{{"binary_data_output":false,"p":1}},"inputs":[{input}]}}"#
+            )),
+            r#"{"parameters":{"binary_data_output":true,"p":1},"inputs":[{"name":"A","datatype":"FP32","shape":[1],"parameters":{"binary_data_size":4}}]}"#
+        );
+        assert_eq!(
+            header_of(&format!(r#"{{"inputs":[{input}],"parameters":{{"p":1}}}}"#)),
+            r#"{"inputs":[{"name":"A","datatype":"FP32","shape":[1],"parameters":{"binary_data_size":4}}],"parameters":{"p":1,"binary_data_output":true}}"#
+        );
+    }
+
+    /// The header written before the request is whole says what the
+    /// complete request's header says.
+    #[test]
+    fn provisional_header_is_the_final_one() {
+        for json in [
+            r#"{"inputs":[{"name":"A","datatype":"FP32","shape":[1],"data":[1]}]}"#,
+            r#"{"id":"x","inputs":[{"name":"A","datatype":"FP32","shape":[1],"data":[1]}],"parameters":{"p":1}}"#,
+        ] {
+            let doc =
+                DocParser::parse(DocKind::Request, DocLimits::default(), json.as_bytes()).unwrap();
+            let provisional = provisional_header(doc).unwrap();
+            assert_eq!(String::from_utf8(provisional).unwrap(), header_of(json));
+        }
     }
 }

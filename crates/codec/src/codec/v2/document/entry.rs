@@ -165,33 +165,37 @@ impl EntryBuilder {
         // Announced first: it needs all three, as this does.
         heads.extend(self.new_head());
         let name = self.name.take().ok_or_else(|| missing("name"))?;
-        let subject = Subject {
-            name: Some(name.clone()),
-            ..subject
-        };
         let datatype = self.datatype.ok_or_else(|| missing("datatype"))?;
         let shape = self.shape.take().ok_or_else(|| missing("shape"))?;
-        let expected = shape
+        // Errors from here on name the tensor; its name is copied into one
+        // only when there is an error to report.
+        let head = Head {
+            subject,
+            name: &name,
+            datatype,
+            shape,
+            expected: 0,
+        };
+        let expected = head
+            .shape
             .element_count()
             .map_err(|_| DocError::TooManyElements {
-                subject: subject.clone(),
-                shape: shape.clone(),
+                subject: head.subject(),
+                shape: head.shape.clone(),
                 count: "more than 2^64".to_owned(),
                 max: limits.max_elements,
             })?;
-        self.convert_deferred(datatype, expected, limits, &subject)?;
+        let head = Head { expected, ..head };
+        if self.deferred.is_some() {
+            self.convert_deferred(datatype, expected, limits, &head.subject())?;
+        }
         let parameters = self.parameters.take().unwrap_or_default();
-        let head = Head {
-            subject,
-            datatype,
-            shape,
-            expected,
-        };
         let data = head.locate_data(self.data.take(), &parameters)?;
+        let shape = head.shape;
         Ok(TensorEntry {
             name,
             datatype,
-            shape: head.shape,
+            shape,
             parameters,
             extra: self.extra,
             data,
@@ -226,15 +230,26 @@ impl EntryBuilder {
 }
 
 /// What is known of a complete entry while its data is located.
-struct Head {
+struct Head<'a> {
+    /// The tensor's kind and index; its name is `name`.
     subject: Subject,
+    name: &'a str,
     datatype: DataType,
     shape: Shape,
     /// Elements the shape holds.
     expected: u64,
 }
 
-impl Head {
+impl Head<'_> {
+    /// The tensor, named, for an error.
+    #[cold]
+    fn subject(&self) -> Subject {
+        Subject {
+            name: Some(self.name.to_owned()),
+            ..self.subject.clone()
+        }
+    }
+
     /// Where the data is: exactly one of JSON `data`, `binary_data_size` and
     /// a shared-memory region, with its size checked against the shape.
     fn locate_data(
@@ -248,7 +263,7 @@ impl Head {
             usize::from(json.is_some()) + usize::from(binary_size.is_some()) + usize::from(shm);
         if sources != 1 {
             return Err(DocError::DataSource {
-                subject: self.subject.clone(),
+                subject: self.subject(),
             });
         }
         if let Some((data, elements)) = json {
@@ -267,7 +282,7 @@ impl Head {
             return Ok(None);
         };
         v.as_u64().map(Some).ok_or_else(|| DocError::BadField {
-            subject: self.subject.clone(),
+            subject: self.subject(),
             field: "binary_data_size",
             problem: "must be a non-negative integer".to_owned(),
         })
@@ -278,7 +293,7 @@ impl Head {
             return Ok(());
         }
         Err(DocError::ElementCount {
-            subject: self.subject.clone(),
+            subject: self.subject(),
             shape: self.shape.clone(),
             expected: self.expected,
             found,
@@ -293,14 +308,14 @@ impl Head {
         match self.expected.checked_mul(elem as u64) {
             Some(want) if want == declared => Ok(()),
             Some(want) => Err(DocError::BinarySize {
-                subject: self.subject.clone(),
+                subject: self.subject(),
                 datatype: self.datatype,
                 shape: self.shape.clone(),
                 expected: want,
                 declared,
             }),
             None => Err(DocError::BinarySizeOverflow {
-                subject: self.subject.clone(),
+                subject: self.subject(),
                 datatype: self.datatype,
                 shape: self.shape.clone(),
                 declared,

@@ -6,6 +6,46 @@
 
 use serde_json::{Map, Value};
 
+/// `b` in every byte of a word.
+const fn bytes(b: u8) -> u64 {
+    u64::from_le_bytes([b; 8])
+}
+
+/// A word with the top bit set in the first byte of `w` that is `"`, `\`
+/// or a control character (bytes above it may be set too: a borrow only
+/// moves up from a byte that is itself flagged, so the lowest set bit is
+/// exact).
+#[inline(always)]
+fn specials(w: u64) -> u64 {
+    const HIGH: u64 = bytes(0x80);
+    let zero = |x: u64| x.wrapping_sub(bytes(1)) & !x;
+    (w.wrapping_sub(bytes(0x20)) & !w | zero(w ^ bytes(b'"')) | zero(w ^ bytes(b'\\'))) & HIGH
+}
+
+/// The length of the string content at the start of `s` (just after its
+/// opening quote), if it ends at a `"` before any escape or control
+/// character: eight bytes at a time.
+#[inline]
+fn plain_len(s: &[u8]) -> Option<usize> {
+    let mut at = 0;
+    while let Some(chunk) = s.get(at..at + 8) {
+        let found = specials(u64::from_le_bytes(chunk.try_into().ok()?));
+        if found != 0 {
+            at += (found.trailing_zeros() / 8) as usize;
+            return (s[at] == b'"').then_some(at);
+        }
+        at += 8;
+    }
+    for (k, &c) in s.get(at..)?.iter().enumerate() {
+        match c {
+            b'"' => return Some(at + k),
+            b'\\' | 0..=0x1f => return None,
+            _ => {}
+        }
+    }
+    None
+}
+
 pub(super) struct Cursor<'a> {
     s: &'a [u8],
     pub i: usize,
@@ -79,15 +119,9 @@ impl<'a> Cursor<'a> {
     pub fn raw_str(&mut self) -> Option<&'a [u8]> {
         self.eat(b'"')?;
         let start = self.i;
-        loop {
-            match *self.s.get(self.i)? {
-                b'"' => break,
-                b'\\' | 0..=0x1f => return None,
-                _ => self.i += 1,
-            }
-        }
-        self.i += 1;
-        self.s.get(start..self.i - 1)
+        let len = plain_len(self.rest())?;
+        self.i = start + len + 1;
+        self.s.get(start..start + len)
     }
 
     /// The content of a plain string, valid UTF-8.
@@ -195,5 +229,41 @@ impl<'a> Cursor<'a> {
         }
         self.i = end;
         Some(value)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::plain_len;
+
+    /// The word-at-a-time scan against a byte loop, at every position of
+    /// the special byte and with every byte value around it.
+    #[test]
+    fn plain_len_matches_a_byte_loop() {
+        fn reference(s: &[u8]) -> Option<usize> {
+            for (k, &c) in s.iter().enumerate() {
+                match c {
+                    b'"' => return Some(k),
+                    b'\\' | 0..=0x1f => return None,
+                    _ => {}
+                }
+            }
+            None
+        }
+        for len in 0..20 {
+            for at in 0..=len {
+                for b in 0..=255u8 {
+                    for filler in [b'a', 0x20, 0x21, 0x7f, 0x80, 0xff, b'"' + 1, b'\\' - 1] {
+                        let mut s = vec![filler; len];
+                        if at < len {
+                            s[at] = b;
+                        }
+                        s.push(b'"');
+                        s.extend_from_slice(b"\\x\"");
+                        assert_eq!(plain_len(&s), reference(&s), "{s:?}");
+                    }
+                }
+            }
+        }
     }
 }
