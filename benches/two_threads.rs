@@ -18,6 +18,7 @@ use bytes::Bytes;
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use tensorgate::codec::v2::json_write::ValueWriter;
 use tensorgate::codec::v2::{DocKind, DocLimits, DocParser, Document};
+use tensorgate::cpu::Pair;
 use tensorgate::frontend::v2::{feed, write_values};
 use tensorgate::tensor::DataType;
 
@@ -49,13 +50,14 @@ fn request() -> Bytes {
 
 fn parse(body: &Bytes, two: bool) -> Document {
     let mut p = DocParser::new(DocKind::Request, DocLimits::default());
+    let mut pair = Pair::new();
     let mut at = 0;
     while at < body.len() {
         let end = (at + CHUNK).min(body.len());
         let chunk = body.slice(at..end);
         at = end;
         if two {
-            feed(&mut p, chunk).unwrap();
+            feed(&mut pair, &mut p, chunk).unwrap();
         } else {
             p.feed(&chunk).unwrap();
         }
@@ -85,10 +87,11 @@ fn write(data: &Bytes, two: bool) -> usize {
     let mut out = Vec::new();
     let mut ready = VecDeque::new();
     let mut sent = 0;
+    let mut pair = Pair::new();
     for at in (0..data.len()).step_by(PIECE) {
         let piece = data.slice(at..(at + PIECE).min(data.len()));
         if two {
-            write_values(&mut vw, &piece, &mut out, &mut ready).unwrap();
+            write_values(&mut pair, &mut vw, &piece, &mut out, &mut ready).unwrap();
         } else {
             vw.write(&piece, &mut out).unwrap();
         }

@@ -64,6 +64,8 @@ pub struct JsonReplyBody<B = BackendBody> {
     /// two threads, each sent as it is rather than copied together.
     ready: VecDeque<Bytes>,
     out: Vec<u8>,
+    /// The helper thread that writes the second halves.
+    pair: cpu::Pair,
 }
 
 impl<B> JsonReplyBody<B> {
@@ -84,6 +86,7 @@ impl<B> JsonReplyBody<B> {
             done: false,
             ready: VecDeque::new(),
             out: Vec::new(),
+            pair: cpu::Pair::new(),
         }
     }
 
@@ -138,8 +141,14 @@ impl<B> JsonReplyBody<B> {
             }
             if let Some((index, vw)) = self.current.as_mut() {
                 let t = &self.doc.tensors[*index];
-                write_values(vw, &piece.data, &mut self.out, &mut self.ready)
-                    .map_err(|e| not_json(&t.name, e))?;
+                write_values(
+                    &mut self.pair,
+                    vw,
+                    &piece.data,
+                    &mut self.out,
+                    &mut self.ready,
+                )
+                .map_err(|e| not_json(&t.name, e))?;
                 if piece.last {
                     let count = vw.finish().map_err(|e| not_json(&t.name, e))?;
                     let expected = t.shape.element_count().unwrap_or(0);
@@ -184,15 +193,16 @@ impl<B> JsonReplyBody<B> {
 }
 
 /// Pieces with at least this many fixed-size elements are written in two
-/// halves at once (see [`cpu::join`]): 8192 FP32 values take about
+/// halves at once (see [`cpu::Pair`]): 8192 FP32 values take about
 /// 0.3 ms to write, handing half of them to another thread some µs.
 pub const PARALLEL_MIN_ELEMENTS: usize = 8192;
 
 /// Writes `data` with `vw`, a large piece of fixed-size values in two
-/// halves on two threads: the text so far and the second half's then go
+/// halves, the second on `pair`'s helper thread: the text so far and the second half's then go
 /// to `ready`, in that order, and `out` goes on after them. Public for
 /// `benches/two_threads.rs`, which times exactly this step.
 pub fn write_values(
+    pair: &mut cpu::Pair,
     vw: &mut ValueWriter,
     data: &Bytes,
     out: &mut Vec<u8>,
@@ -213,7 +223,7 @@ pub fn write_values(
     // thread collects, and the pool's threads mostly sleep: a streamed
     // 715 MB reply peaked at 892 MB that way, against 32 MB).
     let mut text = Vec::with_capacity(ValueWriter::max_text_len(vw.datatype(), whole.len()));
-    let (first, second) = cpu::join(
+    let (first, second) = pair.join(
         || vw.write(&data[..mid], out),
         move || later.write(&whole, &mut text).map(|()| (later, text)),
     );

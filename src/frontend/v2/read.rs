@@ -114,6 +114,7 @@ pub async fn read_json<'a>(
     mut start: Option<EarlyStart<'a, '_>>,
 ) -> Result<JsonRequest<'a>, Error> {
     let mut parser = DocParser::new(DocKind::Request, doc_limits(route));
+    let mut pair = cpu::Pair::new();
     let mut early: Option<EarlySend<'a>> = None;
     // The tensor the last attempt was made in: one attempt per tensor.
     let mut tried: Option<usize> = None;
@@ -123,7 +124,7 @@ pub async fn read_json<'a>(
             None => body.next().await,
         };
         let Some(chunk) = next? else { break };
-        feed(&mut parser, chunk).map_err(bad_doc(route))?;
+        feed(&mut pair, &mut parser, chunk).map_err(bad_doc(route))?;
         check_heads(route, &parser.take_heads())?;
         if let Some(e) = early.as_mut() {
             e.push_from(&parser);
@@ -161,22 +162,22 @@ pub async fn read_json<'a>(
 }
 
 /// Chunks of at least this many bytes inside a tensor's data are converted
-/// in two halves at once (see [`cpu::join`]): 64 KiB of FP32 JSON take
+/// in two halves at once (see [`cpu::Pair`]): 64 KiB of FP32 JSON take
 /// about 60 µs to convert, handing half of it to another thread some µs.
 pub const PARALLEL_MIN_BYTES: usize = 64 << 10;
 
 /// Feeds one chunk of a JSON request: a large piece of tensor data in two
-/// halves on two threads, the same as one `feed`. Public for
-/// `benches/two_threads.rs`, which times exactly this step.
-pub fn feed(parser: &mut DocParser, chunk: Bytes) -> Result<(), DocError> {
+/// halves, the second on `pair`'s helper thread, the same as one `feed`.
+/// Public for `benches/two_threads.rs`, which times exactly this step.
+pub fn feed(pair: &mut cpu::Pair, parser: &mut DocParser, chunk: Bytes) -> Result<(), DocError> {
     let split = (chunk.len() >= PARALLEL_MIN_BYTES)
-        .then(|| parser.split(&chunk))
+        .then(|| parser.split_after(&chunk, Some(chunk.len() / 2)))
         .flatten();
     let Some((cut, mut tail)) = split else {
         return parser.feed(&chunk);
     };
     let rest = chunk.slice(cut..);
-    let (first, tail) = cpu::join(
+    let (first, tail) = pair.join(
         || parser.feed(&chunk[..cut]),
         move || {
             tail.run(&rest);

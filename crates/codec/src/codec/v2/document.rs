@@ -255,10 +255,19 @@ impl DocParser {
     /// same bytes. The result is the same as feeding `chunk` whole, errors
     /// included.
     pub fn split(&mut self, chunk: &[u8]) -> Option<(usize, DataTail)> {
+        self.split_after(chunk, None)
+    }
+
+    /// [`DocParser::split`] cut just after the first comma at or past `at`
+    /// (`None`: past four sevenths, see [`DataParser::cut`]).
+    pub fn split_after(&mut self, chunk: &[u8], at: Option<usize>) -> Option<(usize, DataTail)> {
         let State::Data(parser) = &mut self.state else {
             return None;
         };
-        let cut = parser.cut(chunk)?;
+        let cut = match at {
+            Some(at) => parser.cut_after(chunk, at)?,
+            None => parser.cut(chunk)?,
+        };
         let tail = DataTail {
             data_value: self.data_values,
             depth: parser.depth(),

@@ -161,15 +161,20 @@ impl DataParser {
     /// point ([`DataParser::at_cut`]), that is, the comma was a separator
     /// between elements at the same nesting depth.
     pub fn cut(&self, input: &[u8]) -> Option<usize> {
-        if self.depth == 0 || self.dtype.fixed_size().is_none() {
-            return None;
-        }
         // A little past the middle: the tail starts a thread wake-up later,
         // on a core whose cache does not hold the input (`cargo bench
         // --bench two_threads`: 1M FP32 in 12.2-13.2 ms cut at 1/2,
         // 10.8-12.2 at 4/7, 12.0 at 3/5; 17.1 on one thread).
-        let mid = input.len() * 4 / 7;
-        memchr::memchr(b',', &input[mid..]).map(|k| mid + k + 1)
+        self.cut_after(input, input.len() * 4 / 7)
+    }
+
+    /// [`DataParser::cut`] just after the first comma at or past `at`.
+    pub fn cut_after(&self, input: &[u8], at: usize) -> Option<usize> {
+        if self.depth == 0 || self.dtype.fixed_size().is_none() {
+            return None;
+        }
+        let rest = input.get(at..)?;
+        memchr::memchr(b',', rest).map(|k| at + k + 1)
     }
 
     /// A parser for the `len` bytes that follow a cut: the same type and
