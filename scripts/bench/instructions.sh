@@ -5,7 +5,8 @@
 # hardware counters. Use it to decide small changes on the request path.
 #
 #   bash scripts/bench/instructions.sh [--bin PATH] [--requests N] [--top K]
-#        [--gw-arg ARG]... [--keep DIR] [--nginx] [--smoke] [get|infer|infer256]...
+#        [--gw-arg ARG]... [--keep DIR] [--nginx] [--floor PATH] [--smoke]
+#        [get|infer|infer256]...
 #
 # Starts the demo backend and the gateway (under callgrind) on loopback,
 # sends 200 warm-up requests, zeroes the counts, sends N (default 1000)
@@ -30,6 +31,12 @@
 # process callgrind follows is the one that serves. nginx forwards the
 # infer request as it is. Its lines start with "nginx".
 #
+# --floor PATH: then the same for examples/hyper_floor.rs (cargo build
+# --release --example hyper_floor; PATH is target/release/examples/hyper_floor):
+# the smallest reverse proxy hyper makes, hyper's server and its HTTP/1
+# client with nothing else, the floor under target 3 for a proxy that keeps
+# hyper on both sides. Its lines start with "hyper-floor".
+#
 # --smoke: CI's check of issue 25's target 3 (GET <= 25,000 and small infer
 # <= 60,000 instructions per request): 300 requests per case, no function
 # list, and exit 1 when a case is past twice its target. The count is exact
@@ -49,6 +56,7 @@ TOP=25
 CASES=()
 GW_ARGS=()
 NGINX=0
+FLOOR=
 SMOKE=0
 KEEP=
 while [ $# -gt 0 ]; do
@@ -59,6 +67,7 @@ while [ $# -gt 0 ]; do
   --gw-arg) GW_ARGS+=("$2") && shift 2 ;;
   --keep) KEEP=$2 && shift 2 ;;
   --nginx) NGINX=1 && shift ;;
+  --floor) FLOOR=$2 && shift 2 ;;
   --smoke) SMOKE=1 REQUESTS=300 TOP=0 && shift ;;
   get | infer | infer256) CASES+=("$1") && shift ;;
   *) bench_die "unknown argument $1" ;;
@@ -70,6 +79,7 @@ declare -A TARGET=([get]=25000 [infer]=60000 [infer256]=0)
 FAILED=()
 command -v valgrind >/dev/null || bench_die "valgrind is not installed (apt-get install valgrind)"
 [ -x "$BIN" ] || bench_die "no gateway binary at $BIN (cargo build --release)"
+[ -z "$FLOOR" ] || [ -x "$FLOOR" ] || bench_die "no floor binary at $FLOOR (cargo build --release --example hyper_floor)"
 [ "$NGINX" = 0 ] || command -v nginx >/dev/null || bench_die "nginx is not installed (bash scripts/setup.sh)"
 
 WORK=$(mktemp -d)
@@ -153,6 +163,12 @@ if [ ${#FAILED[@]} -gt 0 ]; then
   printf 'instructions --smoke: %s\n' "${FAILED[@]}" >&2
   exit 1
 fi
+for case in ${FLOOR:+"${CASES[@]}"}; do
+  port=$(free_port)
+  callgrind hyper-floor "$case"
+  start_bg "$WORK/hyper-floor-$case.log" "${VG[@]}" "$FLOOR" --backend "http://127.0.0.1:$demo_port" --listen "127.0.0.1:$port"
+  count hyper-floor "$case" "$BG_PID" "$port" "hyper-floor $case" "$FLOOR"
+done
 [ "$NGINX" = 1 ] || exit 0
 for case in "${CASES[@]}"; do
   port=$(free_port)
