@@ -271,10 +271,14 @@ async fn a_grpc_replica_sending_malformed_replies_is_ejected() {
     )
     .unwrap();
     let label = format!("replica=\"{bad}\"");
+    // The counts the earlier asserts held say why an ejection did not come
+    // (fewer than `eject_after` attempts reached the bad replica, or not in a row).
     assert_eq!(
         metric(&scrape, "tensorgate_replica_ejections_total", &[&label]),
         1.0,
-        "{scrape}"
+        "the bad replica answered {} times; {} of {n} requests failed: {failed:?}\n{scrape}",
+        bad_count.load(Ordering::SeqCst),
+        failed.len()
     );
     task.abort();
 }
