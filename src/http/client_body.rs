@@ -75,7 +75,12 @@ pub fn check_declared_length(
     route: &str,
     limit: u64,
 ) -> Result<Option<u64>, BodyError> {
-    let declared = super::headers::declared_length(headers);
+    within_limit(super::headers::declared_length(headers), route, limit)
+}
+
+/// `declared` (a body's declared length, when it has one) refused as too
+/// large when past `limit`.
+fn within_limit(declared: Option<u64>, route: &str, limit: u64) -> Result<Option<u64>, BodyError> {
     if declared.is_some_and(|n| n > limit) {
         return Err(BodyError::TooLarge {
             route: route.to_owned(),
@@ -138,7 +143,8 @@ impl ClientBody {
     ) -> Result<ClientBody, BodyError> {
         let coding = request_coding(headers)?;
         let declared = match coding {
-            Coding::Identity => check_declared_length(headers, route, limit)?,
+            // Read from the head once, when the body's clock started.
+            Coding::Identity => within_limit(inner.clock().declared(), route, limit)?,
             _ => None,
         };
         let (timeouts, deadline) = (inner.clock().timeouts(), inner.clock().deadline());
@@ -267,8 +273,12 @@ impl ClientBody {
     /// The next frame's data, decompressed (its first step); `None` for a
     /// frame that is not data, or the end of an uncompressed body.
     async fn read_frame(&mut self) -> Result<Option<Bytes>, BodyError> {
-        let (wait, limit) = next_wait(Instant::now(), self.timeouts.idle, self.deadline);
-        let Ok(frame) = tokio::time::timeout(wait, self.inner.frame()).await else {
+        let now = Instant::now();
+        let (wait, limit) = next_wait(now, self.timeouts.idle, self.deadline);
+        // The clock read once: `now + wait` is at most the deadline (or
+        // now, past it).
+        let until = now.checked_add(wait).unwrap_or(self.deadline);
+        let Ok(frame) = tokio::time::timeout_at(until, self.inner.frame()).await else {
             // Out of time: nothing more is read, not even in the background.
             self.finished = true;
             self.inner.abandon();
@@ -342,7 +352,7 @@ pub fn forward(
     route: &str,
     limit: u64,
 ) -> Result<Option<Body>, BodyError> {
-    check_declared_length(headers, route, limit)?;
+    within_limit(body.clock().declared(), route, limit)?;
     if hyper::body::Body::is_end_stream(&body) {
         return Ok(None);
     }

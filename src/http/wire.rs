@@ -149,6 +149,12 @@ impl BodyClock {
         self.wire.fetch_add(n, Ordering::Relaxed);
     }
 
+    /// The `Content-Length` the head declared, when usable (read once,
+    /// when the clock started).
+    pub fn declared(&self) -> Option<u64> {
+        self.declared
+    }
+
     /// Declared bytes not yet taken off the wire; `None` without a
     /// declared length.
     fn remaining(&self) -> Option<u64> {

@@ -73,16 +73,43 @@ fn mix(mut z: u64) -> u64 {
     z ^ (z >> 31)
 }
 
+/// `v` as 16 lowercase hex digits into `out`, a byte (two digits) at a
+/// time.
 fn hex(out: &mut [u8], v: u64) {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    for (i, b) in out.iter_mut().enumerate() {
-        *b = DIGITS[(v >> (60 - 4 * i) & 15) as usize];
+    const PAIRS: [[u8; 2]; 256] = {
+        const DIGITS: &[u8; 16] = b"0123456789abcdef";
+        let mut t = [[0u8; 2]; 256];
+        let mut i = 0;
+        while i < 256 {
+            t[i] = [DIGITS[i >> 4], DIGITS[i & 15]];
+            i += 1;
+        }
+        t
+    };
+    for (pair, byte) in out.chunks_exact_mut(2).zip(v.to_be_bytes()) {
+        pair.copy_from_slice(&PAIRS[usize::from(byte)]);
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn hex_digits() {
+        for v in [
+            0,
+            1,
+            0xff,
+            0x0123_4567_89ab_cdef,
+            u64::MAX,
+            0xfedc_ba98_7654_3210,
+        ] {
+            let mut out = [0u8; 16];
+            hex(&mut out, v);
+            assert_eq!(std::str::from_utf8(&out).unwrap(), format!("{v:016x}"));
+        }
+    }
 
     #[test]
     fn request_ids_are_distinct_hex() {

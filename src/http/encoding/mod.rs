@@ -76,6 +76,29 @@ pub fn request_coding(headers: &HeaderMap) -> Result<Coding, UnsupportedCoding> 
 /// Picks a reply coding from `Accept-Encoding`: gzip, then deflate, when
 /// acceptable (q > 0); identity otherwise.
 pub fn negotiate(headers: &HeaderMap) -> Coding {
+    // One coding without parameters (`identity`, `gzip`: what most clients
+    // send) is decided without splitting the value into items and
+    // parameters (about half the cost, under callgrind).
+    let mut values = headers.get_all(header::ACCEPT_ENCODING).iter();
+    if let (Some(only), None) = (values.next(), values.next())
+        && let Ok(text) = only.to_str()
+        && !text.bytes().any(|b| b == b',' || b == b';')
+    {
+        let name = text.trim();
+        let is = |coding: &str| name.eq_ignore_ascii_case(coding);
+        return if is("gzip") || is("x-gzip") || name == "*" {
+            Coding::Gzip
+        } else if is("deflate") {
+            Coding::Deflate
+        } else {
+            Coding::Identity
+        };
+    }
+    negotiate_items(headers)
+}
+
+/// [`negotiate`] item by item, with each item's `q`.
+fn negotiate_items(headers: &HeaderMap) -> Coding {
     let mut gzip = None;
     let mut deflate = None;
     let mut star = None;
@@ -115,6 +138,46 @@ pub fn negotiate(headers: &HeaderMap) -> Coding {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A single coding is decided as the items are.
+    #[test]
+    fn single_codings_are_decided_as_items_are() {
+        for value in [
+            "identity",
+            "gzip",
+            " GZIP ",
+            "x-gzip",
+            "deflate",
+            "Deflate",
+            "*",
+            "br",
+            "",
+            " ",
+            "gzip;q=0",
+            "*;q=0",
+            "deflate, gzip;q=0",
+            "gzip,",
+            "zstd",
+            "gzip\t",
+        ] {
+            let h = headers("accept-encoding", value);
+            assert_eq!(negotiate(&h), negotiate_items(&h), "{value:?}");
+        }
+        let mut two = headers("accept-encoding", "identity");
+        two.append(header::ACCEPT_ENCODING, "gzip".parse().unwrap());
+        assert_eq!(negotiate(&two), Coding::Gzip);
+        assert_eq!(negotiate(&HeaderMap::new()), Coding::Identity);
+        assert_eq!(negotiate(&headers("accept-encoding", "gzip")), Coding::Gzip);
+        assert_eq!(negotiate(&headers("accept-encoding", "*")), Coding::Gzip);
+        assert_eq!(
+            negotiate(&headers("accept-encoding", "deflate")),
+            Coding::Deflate
+        );
+        assert_eq!(
+            negotiate(&headers("accept-encoding", "identity")),
+            Coding::Identity
+        );
+    }
 
     fn headers(name: &str, value: &str) -> HeaderMap {
         let mut h = HeaderMap::new();

@@ -189,7 +189,13 @@ impl V2Path {
     /// Reads decoded segments (see [`split_path`]).
     pub fn parse<S: AsRef<str>>(segments: &[S]) -> V2Path {
         let segs: Vec<&str> = segments.iter().map(AsRef::as_ref).collect();
-        let ["v2", rest @ ..] = segs.as_slice() else {
+        V2Path::parse_strs(&segs)
+    }
+
+    /// [`V2Path::parse`] of segments already borrowed as `&str` (the
+    /// gateway's dispatch splits most paths in place): no list is copied.
+    pub fn parse_strs(segs: &[&str]) -> V2Path {
+        let ["v2", rest @ ..] = segs else {
             return V2Path::Other;
         };
         match rest {
