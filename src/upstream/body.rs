@@ -53,15 +53,15 @@ pub struct StreamCut;
 #[derive(Debug)]
 pub struct UpstreamBody {
     inner: Inner,
-    /// `None` when the head decided already (a 5xx, counted then). Boxed:
-    /// a reply body is moved through several futures.
-    verdict: Option<Box<ReplyVerdict>>,
 }
 
+/// Boxed either way: a reply body is moved through several futures. The
+/// verdict (`None` when the head decided already: a 5xx, counted then)
+/// shares the box, one allocation per reply.
 #[derive(Debug)]
 enum Inner {
     Direct(Box<Direct>),
-    Moved(Moved),
+    Moved(Box<Moved>),
 }
 
 /// A reply read in the client's task.
@@ -69,6 +69,7 @@ enum Inner {
 struct Direct {
     body: Idle<ReplyBody>,
     slot: Option<Lease>,
+    verdict: Option<ReplyVerdict>,
 }
 
 /// The client's end of a reply moved by a task.
@@ -78,18 +79,20 @@ struct Moved {
     complete: Arc<AtomicBool>,
     remaining: Option<u64>,
     ended: bool,
+    verdict: Option<ReplyVerdict>,
 }
 
 impl UpstreamBody {
     /// Wraps a backend reply body. `slot` is released when the body ends or
-    /// is dropped; `on_stall` is told when a stall cuts it; `verdict` is
-    /// decided by how the body ends.
+    /// is dropped; what `on_stall` makes (only for a reply moved by a task,
+    /// the only kind a stall cuts unseen) is told when a stall cuts it;
+    /// `verdict` is decided by how the body ends.
     pub(super) fn new<F>(
         body: ReplyBody,
         idle: Duration,
         slot: Option<Lease>,
-        verdict: Option<Box<ReplyVerdict>>,
-        on_stall: F,
+        verdict: Option<ReplyVerdict>,
+        on_stall: impl FnOnce() -> F,
     ) -> UpstreamBody
     where
         F: FnOnce(Stalled) + Send + 'static,
@@ -105,22 +108,22 @@ impl UpstreamBody {
                 inner: Inner::Direct(Box::new(Direct {
                     body: Idle::new(body, idle, Stalled::Backend),
                     slot,
+                    verdict,
                 })),
-                verdict,
             };
         }
         let remaining = body.size_hint().exact();
         let (tx, rx) = mpsc::channel(CHANNEL_FRAMES);
         let complete = Arc::new(AtomicBool::new(false));
-        tokio::spawn(mover(body, tx, idle, complete.clone(), slot, on_stall));
+        tokio::spawn(mover(body, tx, idle, complete.clone(), slot, on_stall()));
         UpstreamBody {
-            inner: Inner::Moved(Moved {
+            inner: Inner::Moved(Box::new(Moved {
                 rx,
                 complete,
                 remaining,
                 ended: false,
-            }),
-            verdict,
+                verdict,
+            })),
         }
     }
 
@@ -128,20 +131,27 @@ impl UpstreamBody {
     /// malformed, too slow): counted against the replica that sent it, at
     /// most once per reply.
     pub fn fault(&self, kind: UpstreamKind) {
-        if let Some(v) = &self.verdict {
+        if let Some(v) = self.verdict() {
             v.fault(kind);
         }
     }
 
     fn ended(&self) {
-        if let Some(v) = &self.verdict {
+        if let Some(v) = self.verdict() {
             v.ended();
+        }
+    }
+
+    fn verdict(&self) -> Option<&ReplyVerdict> {
+        match &self.inner {
+            Inner::Direct(d) => d.verdict.as_ref(),
+            Inner::Moved(m) => m.verdict.as_ref(),
         }
     }
 
     /// What a failed body says about its replica.
     fn judge(&self, e: &BoxError) {
-        let Some(v) = &self.verdict else { return };
+        let Some(v) = self.verdict() else { return };
         let e: &(dyn std::error::Error + 'static) = &**e;
         match source_of::<StreamStalled>(e) {
             Some(s) if s.side == Stalled::Backend => v.fault(UpstreamKind::Timeout),

@@ -101,18 +101,22 @@ impl Health {
         Some(!up)
     }
 
-    /// A request succeeded at `now`.
-    pub fn succeeded(&self, now: u64, cfg: &Ejection) {
+    /// A request succeeded at `now()`, which is asked only when an
+    /// ejection's backoff may have to start over (a clock read per reply
+    /// saved when it has none).
+    pub fn succeeded(&self, now: impl FnOnce() -> u64, cfg: &Ejection) {
         if self.failures.load(Ordering::Relaxed) != 0 {
             self.failures.store(0, Ordering::Relaxed);
         }
+        if self.level.load(Ordering::Relaxed) == 0 {
+            return;
+        }
         let base = u64::try_from(cfg.base.as_millis()).unwrap_or(u64::MAX);
-        if self.level.load(Ordering::Relaxed) != 0
-            && now
-                >= self
-                    .ejected_until
-                    .load(Ordering::Relaxed)
-                    .saturating_add(base)
+        if now()
+            >= self
+                .ejected_until
+                .load(Ordering::Relaxed)
+                .saturating_add(base)
         {
             self.level.store(0, Ordering::Relaxed);
         }
@@ -189,6 +193,31 @@ mod tests {
     }
 
     #[test]
+    fn a_success_reads_the_clock_only_with_a_backoff_to_reset() {
+        let cfg = Ejection {
+            after: 1,
+            base: Duration::from_secs(5),
+            max: Duration::from_secs(30),
+        };
+        let h = Health::default();
+        let reads = std::cell::Cell::new(0);
+        let clock = |t: u64| {
+            reads.set(reads.get() + 1);
+            t
+        };
+        h.succeeded(|| clock(1_000), &cfg);
+        assert_eq!(reads.get(), 0, "never ejected: nothing to reset");
+        assert!(h.failed(&cfg));
+        assert_eq!(h.eject(1_000, &cfg).map(|d| d.as_secs()), Some(5));
+        h.succeeded(|| clock(20_000), &cfg);
+        assert_eq!(reads.get(), 1, "a backoff level: the clock decides");
+        // 20 s is past the 6 s return plus the 5 s base: the level went.
+        assert_eq!(h.eject(20_000, &cfg).map(|d| d.as_secs()), Some(5));
+        h.succeeded(|| clock(26_000), &cfg);
+        assert_eq!(reads.get(), 2);
+    }
+
+    #[test]
     fn ejection_backs_off_exponentially_up_to_the_max() {
         let cfg = Ejection {
             after: 3,
@@ -198,7 +227,7 @@ mod tests {
         let h = Health::default();
         assert!(!h.failed(&cfg));
         assert!(!h.failed(&cfg));
-        h.succeeded(1000, &cfg);
+        h.succeeded(|| 1000, &cfg);
         assert!(!h.failed(&cfg), "a success starts the count over");
         assert!(!h.failed(&cfg));
         assert!(h.failed(&cfg));
@@ -218,11 +247,11 @@ mod tests {
         }
         assert_eq!(times, [10, 20, 30, 30], "doubling up to the max");
         // Back, and fine for less than `base`: the backoff stays.
-        h.succeeded(t + 1_000, &cfg);
+        h.succeeded(|| t + 1_000, &cfg);
         assert_eq!(secs(h.eject(t + 1_000, &cfg)), Some(30));
         t += 31_000;
         // Fine for a whole `base` after returning: it starts over.
-        h.succeeded(t + 5_000, &cfg);
+        h.succeeded(|| t + 5_000, &cfg);
         assert_eq!(secs(h.eject(t + 5_000, &cfg)), Some(5));
     }
 }

@@ -45,6 +45,10 @@ pub fn two_choices<L: Ord>(
     eligible: impl Fn(usize) -> bool,
     load: impl Fn(usize) -> L,
 ) -> Option<usize> {
+    // The common single replica: asked once, not counted then found.
+    if n == 1 {
+        return eligible(0).then_some(0);
+    }
     let count = (0..n).filter(|&i| eligible(i)).count();
     let nth = |k: usize| (0..n).filter(|&i| eligible(i)).nth(k);
     match count {
@@ -112,6 +116,9 @@ mod tests {
         assert!(counts[3] > 6_000 && counts[0] > 2_500, "{counts:?}");
         assert_eq!(two_choices(3, |_| false, |_| 0), None);
         assert_eq!(two_choices(3, |i| i == 2, |_| 0), Some(2));
+        assert_eq!(two_choices(1, |_| true, |_| 0), Some(0));
+        assert_eq!(two_choices(1, |_| false, |_| 0), None);
+        assert_eq!(two_choices(0, |_| true, |_| 0), None);
     }
 
     #[test]

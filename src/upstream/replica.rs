@@ -403,14 +403,15 @@ pub struct Lease {
 }
 
 impl Lease {
-    pub fn start(replica: Arc<Replica>) -> Lease {
+    /// A lease on `replica` for an exchange that began at `started`.
+    pub fn start(replica: Arc<Replica>, started: Instant) -> Lease {
         replica.in_flight.fetch_add(1, Ordering::Relaxed);
         if let Some(s) = &replica.series {
             s.in_flight.inc();
         }
         Lease {
             replica,
-            started: Instant::now(),
+            started,
             permit: None,
             failed: false,
         }
@@ -527,8 +528,8 @@ mod tests {
     #[tokio::test]
     async fn a_lease_counts_until_dropped() {
         let r = Arc::new(replica("http://127.0.0.1:1"));
-        let a = Lease::start(r.clone());
-        let b = Lease::start(r.clone());
+        let a = Lease::start(r.clone(), Instant::now());
+        let b = Lease::start(r.clone(), Instant::now());
         assert_eq!(r.in_flight(), 2);
         drop(a);
         assert_eq!(r.in_flight(), 1);

@@ -59,7 +59,10 @@ impl Upstream {
     ) -> Result<Response<UpstreamBody>, UpstreamError> {
         let obs = obs.as_ref();
         let backend = &*self.backend;
-        let own = Instant::now() + backend.request_timeout;
+        // One reading of each clock serves the first attempt: its deadline,
+        // its lease's start, the budget and the choice of its replica.
+        let mut started = Instant::now();
+        let own = started + backend.request_timeout;
         // The client's deadline, when it comes first, ends the exchange
         // without counting against the replica.
         let client_first = out.deadline.filter(|at| *at < own);
@@ -69,8 +72,16 @@ impl Upstream {
         let mut end = out.body.take_end();
         let own_host = !crate::http::headers::lacks(&out.headers, &header::HOST);
         let tracked = out.model.as_deref().and_then(|m| self.inner.models.get(m));
-        self.inner.budget.request(now_ms());
-        let replicas = self.inner.set.ready_snapshot(backend.connect_timeout).await;
+        let mut now = now_ms();
+        self.inner.budget.request(now);
+        let replicas = match self.inner.set.filled_snapshot() {
+            Some(list) => list,
+            None => {
+                let list = self.inner.set.ready_snapshot(backend.connect_timeout).await;
+                (started, now) = (Instant::now(), now_ms());
+                list
+            }
+        };
         let retries = backend
             .retries
             .max
@@ -78,13 +89,16 @@ impl Upstream {
         let mut tried = Tried::default();
         let mut last: Option<UpstreamError> = None;
         loop {
-            let i = match self.choose(&replicas, tracked.as_deref(), tried.as_slice(), &out) {
+            if tried.len() > 0 {
+                (started, now) = (Instant::now(), now_ms());
+            }
+            let i = match self.choose(&replicas, tracked.as_deref(), tried.as_slice(), &out, now) {
                 Ok(i) => i,
                 Err(e) => return Err(last.unwrap_or(e)),
             };
             tried.push(i);
             let replica = &replicas[i];
-            let mut lease = Lease::start(replica.clone());
+            let mut lease = Lease::start(replica.clone(), started.into());
             lease.hold(replica.slot(backend, backend.connect_timeout).await?);
             let again = replayable && tried.len() <= retries as usize;
             if let (true, Some(at)) = (grpc, out.deadline) {
@@ -236,15 +250,15 @@ impl Upstream {
     }
 
     /// The replica for the next attempt: an eligible one with the model
-    /// ready, not tried yet if there is one.
+    /// ready, not tried yet if there is one; health as of `now` (ms).
     fn choose(
         &self,
         replicas: &[Arc<Replica>],
         tracked: Option<&Followed>,
         tried: &[usize],
         out: &Outgoing,
+        now: u64,
     ) -> Result<usize, UpstreamError> {
-        let now = now_ms();
         let n = replicas.len();
         // Outstanding requests here, plus (with `metrics_url`) those the
         // replica says wait in its queue, in thousandths of a request.
@@ -368,24 +382,26 @@ impl Upstream {
         let (mut parts, body) = resp.into_parts();
         location::localize(&lease.replica.base, &mut parts.headers);
         let idle = self.backend.stream_idle_timeout;
-        let backend = self.backend.clone();
-        let obs = obs.cloned();
-        // Only a reply moved by a task can stall unseen; this runs there.
-        let on_stall = move |side| {
-            let id = obs.as_ref().map_or("", |o| o.request_id());
-            tracing::warn!(
-                backend = backend.name,
-                request_id = id,
-                ?side,
-                seconds = idle.as_secs_f64(),
-                "stream stalled; cut"
-            );
-            if let (Stalled::Backend, Some(o)) = (side, &obs) {
-                o.stalled(&UpstreamError::timeout(&backend.name, idle));
+        // Only a reply moved by a task can stall unseen; this runs there,
+        // and is made only for such a reply.
+        let on_stall = || {
+            let backend = self.backend.clone();
+            let obs = obs.cloned();
+            move |side| {
+                let id = obs.as_ref().map_or("", |o| o.request_id());
+                tracing::warn!(
+                    backend = backend.name,
+                    request_id = id,
+                    ?side,
+                    seconds = idle.as_secs_f64(),
+                    "stream stalled; cut"
+                );
+                if let (Stalled::Backend, Some(o)) = (side, &obs) {
+                    o.stalled(&UpstreamError::timeout(&backend.name, idle));
+                }
             }
         };
-        let verdict =
-            judge.then(|| Box::new(ReplyVerdict::new(self.clone(), lease.replica.clone())));
+        let verdict = judge.then(|| ReplyVerdict::new(self.clone(), lease.replica.clone()));
         let body = UpstreamBody::new(body, idle, Some(lease), verdict, on_stall);
         Response::from_parts(parts, body)
     }

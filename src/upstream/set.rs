@@ -31,6 +31,13 @@ impl ReplicaSet {
         self.list.read().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
+    /// The replicas, once the list has been filled (else the caller waits
+    /// with [`ReplicaSet::ready_snapshot`]).
+    pub fn filled_snapshot(&self) -> Option<Arc<[Arc<Replica>]>> {
+        let list = self.snapshot();
+        (!list.is_empty() || *self.filled.borrow()).then_some(list)
+    }
+
     /// The replicas, waiting up to `wait` for a first list.
     pub async fn ready_snapshot(&self, wait: Duration) -> Arc<[Arc<Replica>]> {
         let list = self.snapshot();

@@ -59,7 +59,7 @@ impl Drop for ReplyVerdict {
     fn drop(&mut self) {
         if *self.ended.get_mut() && !*self.faulted.get_mut() {
             let cfg = &self.upstream.backend.ejection;
-            self.replica.health.succeeded(now_ms(), cfg);
+            self.replica.health.succeeded(now_ms, cfg);
         }
     }
 }
