@@ -128,7 +128,7 @@ pub async fn read_json<'a>(
         };
         let Some(chunk) = next? else { break };
         feed(&mut pair, &mut parser, chunk).map_err(bad_doc(route))?;
-        check_heads(route, &parser.take_heads())?;
+        check_heads(route, &mut parser)?;
         if let Some(e) = early.as_mut() {
             e.push_from(&parser);
         } else if let Some((tensor, _)) = parser.converted()
