@@ -5,7 +5,7 @@
 
 use super::InferError;
 use crate::codec::v2::DocLimits;
-use crate::codec::v2::{Document, EntryHead};
+use crate::codec::v2::{DocParser, Document};
 use crate::config::Route;
 use crate::rules::Side;
 
@@ -16,15 +16,12 @@ fn refused(route: &Route) -> impl Fn(crate::rules::Violation) -> InferError + '_
     }
 }
 
-/// Checks tensor heads (name, datatype, shape) against the input rules.
-pub fn check_heads(route: &Route, heads: &[EntryHead]) -> Result<(), InferError> {
-    for h in heads {
-        route
-            .rules
-            .check(Side::Input, &h.name, h.datatype, &h.shape)
-            .map_err(refused(route))?;
-    }
-    Ok(())
+/// Checks the tensor heads (name, datatype, shape) `parser` has made known
+/// since the last call against the input rules.
+pub fn check_heads(route: &Route, parser: &mut DocParser) -> Result<(), InferError> {
+    parser
+        .check_heads(|name, datatype, shape| route.rules.check(Side::Input, name, datatype, shape))
+        .map_err(refused(route))
 }
 
 /// Checks a whole request header: every input's head, then the rules that

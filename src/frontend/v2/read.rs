@@ -8,16 +8,15 @@ use http::HeaderMap;
 use http::header;
 
 use super::V2Error;
-use crate::codec::v2::framing::{
-    self, FramingError, HeaderReader, IHCL_HEADER, check_header_length,
-};
+use crate::codec::v2::framing::{self, FramingError, HeaderReader, check_header_length};
 use crate::codec::v2::{BinaryCollector, DocError, DocKind, DocParser, Document, EntryData};
 use crate::config::Route;
 use crate::cpu;
 use crate::error::Error;
 use crate::http::client_body::BodyError;
 use crate::http::client_body::ClientBody;
-use crate::infer::backend::{Attempt, EarlySend};
+use crate::http::headers::lacks;
+use crate::infer::backend::{Attempt, EarlySend, IHCL};
 use crate::infer::checks::doc_limits;
 use crate::infer::checks::{check_heads, check_request};
 use crate::infer::{Exchange, ModelRef, TensorData};
@@ -53,7 +52,11 @@ impl ClientFraming {
             route: route.name.clone(),
             source,
         };
-        if let Some(v) = headers.get(IHCL_HEADER) {
+        // Most requests are JSON: the few names are compared rather than
+        // the header looked up.
+        if !lacks(headers, &IHCL)
+            && let Some(v) = headers.get(&IHCL)
+        {
             return match framing::parse_ihcl(v.as_bytes()).map_err(bad)? {
                 0 => Ok(ClientFraming::Raw),
                 n => Ok(ClientFraming::Binary {
@@ -125,7 +128,7 @@ pub async fn read_json<'a>(
         };
         let Some(chunk) = next? else { break };
         feed(&mut pair, &mut parser, chunk).map_err(bad_doc(route))?;
-        check_heads(route, &parser.take_heads())?;
+        check_heads(route, &mut parser)?;
         if let Some(e) = early.as_mut() {
             e.push_from(&parser);
         } else if let Some((tensor, _)) = parser.converted()

@@ -14,7 +14,7 @@
 use std::time::Instant;
 
 use bytes::Bytes;
-use http::header::{self, HeaderValue};
+use http::header::{self, HeaderName, HeaderValue};
 use http::{HeaderMap, Response};
 use http_body_util::BodyExt;
 
@@ -22,7 +22,7 @@ use super::V2Error;
 use super::json_stream::JsonReplyBody;
 use super::read::BinaryLabel;
 use crate::codec::v2::OutputSelection;
-use crate::codec::v2::framing::{self, IHCL_HEADER};
+use crate::codec::v2::framing;
 use crate::codec::v2::json_write::{DocWriter, TensorForm, ValueWriter};
 use crate::codec::v2::{EntryData, TensorEntry};
 use crate::config::WireFormat;
@@ -30,8 +30,8 @@ use crate::cpu::{OFF_THREAD_BYTES, off_thread};
 use crate::error::Error;
 use crate::http::body::{Body, ChunksBody, PrefixedBody, full};
 use crate::http::encoding::{Coding, CompressBody, compress_all};
-use crate::http::headers::{strip_body_headers, strip_hop_by_hop};
-use crate::infer::backend::{BackendReply, ReplyFraming, ReplyHead, Sent};
+use crate::http::headers::{lacks, strip_body_headers, strip_hop_by_hop};
+use crate::infer::backend::{BackendReply, IHCL, ReplyFraming, ReplyHead, Sent};
 use crate::infer::{Exchange, InferReply, TensorData};
 use crate::observe::Direction;
 use crate::tensor::DataType;
@@ -156,7 +156,7 @@ fn passthrough_binary(head: ReplyHead, coding: Coding) -> Response<Body> {
         header::CONTENT_TYPE,
         HeaderValue::from_static("application/octet-stream"),
     );
-    h.insert(IHCL_HEADER, HeaderValue::from(header_len));
+    h.insert(IHCL, HeaderValue::from(header_len));
     if coding == Coding::Identity {
         if let Some(length) = length {
             h.insert(header::CONTENT_LENGTH, length);
@@ -219,9 +219,11 @@ async fn assemble(
     exchange.obs.translation(Direction::Response, written.took);
 
     strip_hop_by_hop(&mut parts.headers);
-    strip_body_headers(&mut parts.headers);
+    // Each body header the backend sent is replaced in place or removed:
+    // removing all of them first cost a hash lookup more per header.
     let headers = &mut parts.headers;
     let header_len = written.header_len;
+    let mut ihcl = None;
     let content_type = if !written.any_binary {
         HeaderValue::from_static("application/json")
     } else if label == BinaryLabel::TritonSageMaker {
@@ -231,16 +233,32 @@ async fn assemble(
         ))
         .unwrap_or(HeaderValue::from_static("application/octet-stream"))
     } else {
-        headers.insert(IHCL_HEADER, HeaderValue::from(header_len));
+        ihcl = Some(HeaderValue::from(header_len));
         HeaderValue::from_static("application/octet-stream")
     };
     headers.insert(header::CONTENT_TYPE, content_type);
+    match ihcl {
+        Some(ihcl) => {
+            headers.insert(IHCL, ihcl);
+        }
+        None => remove_present(headers, &IHCL),
+    }
     let body = ChunksBody::new(written.chunks);
     headers.insert(header::CONTENT_LENGTH, HeaderValue::from(body.len()));
-    if coding != Coding::Identity {
+    if coding == Coding::Identity {
+        remove_present(headers, &header::CONTENT_ENCODING);
+    } else {
         set_encoding(headers, coding);
     }
     Ok(Response::from_parts(parts, body.boxed()))
+}
+
+/// Removes `name`, without a hash lookup when the headers are few and lack
+/// it (a backend's reply rarely carries `Content-Encoding`).
+fn remove_present(headers: &mut HeaderMap, name: &HeaderName) {
+    if !lacks(headers, name) {
+        headers.remove(name);
+    }
 }
 
 /// A reply written whole.

@@ -18,7 +18,6 @@ use super::BackendBody;
 use super::request::RequestBody;
 use crate::codec::grpc::frame::FrameError;
 use crate::codec::grpc::{self, frame};
-use crate::codec::v2::framing::IHCL_HEADER;
 use crate::codec::v2::json_write::{DocWriter, TensorForm};
 use crate::codec::v2::{DocLimits, Document};
 use crate::error::UpstreamKind;
@@ -150,6 +149,6 @@ fn binary_framed(header: &Document, data: Vec<Vec<Bytes>>) -> Response<BackendBo
         header::CONTENT_TYPE,
         HeaderValue::from_static("application/octet-stream"),
     );
-    h.insert(IHCL_HEADER, HeaderValue::from(header_len));
+    h.insert(super::IHCL, HeaderValue::from(header_len));
     resp
 }

@@ -12,7 +12,7 @@ mod request;
 use std::time::Instant;
 
 use bytes::Bytes;
-use http::header::{self, HeaderValue};
+use http::header::{self, HeaderName, HeaderValue};
 use http::{HeaderMap, Response};
 
 pub use early::{Attempt, EarlySend};
@@ -30,6 +30,11 @@ use crate::http::body::{BoxError, ChunksBody};
 use crate::observe::Direction;
 use crate::observe::Metered;
 use crate::upstream::{OutBody, Outgoing, UpstreamBody, UpstreamError};
+
+/// `Inference-Header-Content-Length` as a header name: looked up or set by
+/// its text, the name is parsed (31 bytes checked and lowercased) every
+/// time.
+pub const IHCL: HeaderName = HeaderName::from_static(IHCL_HEADER);
 
 /// A backend's reply body as the core reads it.
 #[derive(Debug)]
@@ -292,7 +297,7 @@ fn outgoing(
     );
     headers.insert(header::CONTENT_LENGTH, HeaderValue::from(head.len));
     if let Some(n) = head.header_len {
-        headers.insert(IHCL_HEADER, HeaderValue::from(n));
+        headers.insert(IHCL, HeaderValue::from(n));
     }
     let path = match exchange.upstream.backend.protocol() {
         Protocol::Grpc => format!("{}ModelInfer", crate::upstream::grpc::SERVICE),

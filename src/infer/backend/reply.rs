@@ -22,7 +22,7 @@ use http::header;
 use http_body_util::BodyExt;
 
 use super::BackendBody;
-use crate::codec::v2::framing::{self, FramingError, HeaderReader, IHCL_HEADER};
+use crate::codec::v2::framing::{self, FramingError, HeaderReader};
 use crate::codec::v2::{
     BinaryCollector, DocError, DocKind, DocLimits, DocParser, Document, EntryData, collect,
 };
@@ -211,7 +211,7 @@ impl BackendReply {
         deadline: Instant,
     ) -> Result<BackendReply, InferError> {
         let bad = |e: FramingError| bad_response(exchange, MalformedReply::Framing(e));
-        let framing = if let Some(v) = parts.headers.get(IHCL_HEADER) {
+        let framing = if let Some(v) = parts.headers.get(&super::IHCL) {
             ReplyFraming::Binary {
                 header_len: framing::parse_ihcl(v.as_bytes()).map_err(bad)?,
             }

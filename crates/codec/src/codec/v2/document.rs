@@ -38,6 +38,7 @@ use super::json_data::{DataError, DataParser, Progress};
 use super::model::{DocKind, DocLimits, Document, EntryHead, Subject, TensorEntry};
 use super::scan::ValueScan;
 use super::strings::StringScan;
+use crate::tensor::{DataType, Shape};
 use budget::Budget;
 use entry::EntryBuilder;
 pub use error::{DocError, MemberRef};
@@ -117,6 +118,10 @@ pub struct DocParser {
     tensors: Vec<TensorEntry>,
     entry: Option<EntryBuilder>,
     heads: Vec<EntryHead>,
+    /// The heads of every tensor in `tensors` are still to be announced: a
+    /// document read whole keeps them there rather than as copies in
+    /// `heads` ([`DocParser::check_heads`] reads them in place).
+    whole_heads: bool,
     pending: BytesMut,
     /// Absolute offset of `pending[0]` (or of the next input) in the document.
     offset: u64,
@@ -141,6 +146,7 @@ impl DocParser {
             tensors: Vec::new(),
             entry: None,
             heads: Vec::new(),
+            whole_heads: false,
             pending: BytesMut::new(),
             offset: 0,
             budget: Budget {
@@ -201,13 +207,13 @@ impl DocParser {
         if !self.try_whole {
             return false;
         }
-        let Some(w) = whole::parse(self.kind, &self.limits, chunk, true) else {
+        let Some(w) = whole::parse(self.kind, &self.limits, chunk, false) else {
             return false;
         };
         self.members = w.members;
         self.tensors_at = Some(w.tensors_at);
         self.tensors = w.tensors;
-        self.heads = w.heads;
+        self.whole_heads = true;
         self.data_values += w.data_values;
         self.offset += chunk.len() as u64;
         self.state = State::End;
@@ -370,7 +376,39 @@ impl DocParser {
 
     /// Tensor heads that became known since the last call.
     pub fn take_heads(&mut self) -> Vec<EntryHead> {
+        if std::mem::take(&mut self.whole_heads) {
+            return self
+                .tensors
+                .iter()
+                .enumerate()
+                .map(|(index, t)| EntryHead {
+                    index,
+                    name: t.name.clone(),
+                    datatype: t.datatype,
+                    shape: t.shape.clone(),
+                })
+                .collect();
+        }
         std::mem::take(&mut self.heads)
+    }
+
+    /// Calls `check` with the name, datatype and shape of every tensor head
+    /// that became known since the last call, in order, up to the first
+    /// error: the heads [`take_heads`](Self::take_heads) would give, all
+    /// taken, without copying a document read whole.
+    pub fn check_heads<E>(
+        &mut self,
+        mut check: impl FnMut(&str, DataType, &Shape) -> Result<(), E>,
+    ) -> Result<(), E> {
+        if std::mem::take(&mut self.whole_heads) {
+            return self
+                .tensors
+                .iter()
+                .try_for_each(|t| check(&t.name, t.datatype, &t.shape));
+        }
+        std::mem::take(&mut self.heads)
+            .iter()
+            .try_for_each(|h| check(&h.name, h.datatype, &h.shape))
     }
 
     /// Input bytes held back until the token they start is complete: a
@@ -410,6 +448,7 @@ impl DocParser {
         self.tensors = Vec::new();
         self.entry = None;
         self.heads = Vec::new();
+        self.whole_heads = false;
     }
 
     fn syntax(&self, at: usize, what: impl Into<String>) -> DocError {

@@ -38,8 +38,25 @@ enum BytesState {
     Body { need: usize, buf: Vec<u8> },
 }
 
-/// The longest text of one fixed-size element: 24 bytes plus the comma.
-const MAX_ELEMENT_TEXT: usize = 25;
+/// The longest text of one element of `dtype`, its comma included: a
+/// float's 24 bytes (and a guess for BYTES), an integer's widest value.
+/// Sized per type, a small integer reply's buffer stays within the
+/// allocator's small sizes (1 KiB for mimalloc, whose larger blocks take
+/// a slower path).
+const fn max_element_text(dtype: DataType) -> usize {
+    match dtype {
+        DataType::Bool => "false,".len(),
+        DataType::U8 => "255,".len(),
+        DataType::I8 => "-128,".len(),
+        DataType::U16 => "65535,".len(),
+        DataType::I16 => "-32768,".len(),
+        DataType::U32 => "4294967295,".len(),
+        DataType::I32 => "-2147483648,".len(),
+        DataType::U64 => "18446744073709551615,".len(),
+        DataType::I64 => "-9223372036854775808,".len(),
+        DataType::F16 | DataType::BF16 | DataType::F32 | DataType::F64 | DataType::Bytes => 25,
+    }
+}
 
 /// Writes one tensor's binary data as JSON values.
 #[derive(Debug)]
@@ -196,9 +213,8 @@ impl ValueWriter {
     /// fixed-size type (BYTES: unbounded, so only a guess). No output
     /// buffer of that capacity is reallocated by `write`.
     pub fn max_text_len(dtype: DataType, len: usize) -> usize {
-        // Longest element text: 24 bytes plus the comma; plus one element
-        // carried in from the previous piece.
-        (len / dtype.fixed_size().unwrap_or(4) + 1) * MAX_ELEMENT_TEXT
+        // Plus one element carried in from the previous piece.
+        (len / dtype.fixed_size().unwrap_or(4) + 1) * max_element_text(dtype)
     }
 
     fn fixed<const N: usize, T: TextOut>(
@@ -207,7 +223,7 @@ impl ValueWriter {
         batch: &mut T,
         f: impl Fn([u8; N], &mut T),
     ) {
-        batch.reserve((data.len() / N) * MAX_ELEMENT_TEXT);
+        batch.reserve((data.len() / N) * max_element_text(self.dtype));
         if self.carry_len > 0 {
             let take = (N - self.carry_len).min(data.len());
             self.carry[self.carry_len..self.carry_len + take].copy_from_slice(&data[..take]);

@@ -85,17 +85,26 @@ impl EntryBuilder {
                 self.shape = Some(parse_shape(&value, subject, limits)?);
             }
             "parameters" => {
-                duplicate(self.parameters.is_some(), &key)?;
                 let Value::Object(map) = value else {
+                    duplicate(self.parameters.is_some(), &key)?;
                     return Err(bad("parameters", "must be an object"));
                 };
-                self.parameters = Some(map);
+                self.set_parameters(map)?;
             }
             _ => {
                 duplicate(self.extra.iter().any(|(k, _)| *k == key), &key)?;
                 self.extra.push((key, value));
             }
         }
+        Ok(())
+    }
+
+    /// Takes the `"parameters"` object, already read as one (the one-pass
+    /// reader's way past [`EntryBuilder::set`], which takes the member's
+    /// name as a `String`).
+    pub fn set_parameters(&mut self, map: Map<String, Value>) -> Result<(), DocError> {
+        duplicate(self.parameters.is_some(), "parameters")?;
+        self.parameters = Some(map);
         Ok(())
     }
 

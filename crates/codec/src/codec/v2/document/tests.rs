@@ -133,6 +133,50 @@ fn heads_are_announced_before_data_is_read() {
     assert!(p.take_heads().is_empty());
 }
 
+/// `check_heads` visits the heads `take_heads` gives, in order, whether the
+/// document was read whole or in pieces, takes them all, and stops at the
+/// first error.
+#[test]
+fn check_heads_visits_the_heads_take_heads_gives() {
+    let json = br#"{"inputs":[{"name":"A","shape":[2],"datatype":"INT32","data":[1,2]},{"name":"B","shape":[1,1],"datatype":"FP32","data":[[0.5]]}]}"#;
+    let expected = [
+        ("A".to_owned(), DataType::I32, Shape::new(vec![2])),
+        ("B".to_owned(), DataType::F32, Shape::new(vec![1, 1])),
+    ];
+    for size in [json.len(), 40, 7] {
+        let mut visited = Vec::new();
+        let mut taken = Vec::new();
+        let mut p = DocParser::new(DocKind::Request, DocLimits::default());
+        let mut q = DocParser::new(DocKind::Request, DocLimits::default());
+        for chunk in json.chunks(size) {
+            p.feed(chunk).unwrap();
+            q.feed(chunk).unwrap();
+            p.check_heads(|name, datatype, shape| {
+                visited.push((name.to_owned(), datatype, shape.clone()));
+                Ok::<_, ()>(())
+            })
+            .unwrap();
+            taken.extend(q.take_heads());
+        }
+        assert_eq!(visited, expected, "chunks of {size}");
+        let taken: Vec<_> = taken
+            .into_iter()
+            .map(|h| (h.name, h.datatype, h.shape))
+            .collect();
+        assert_eq!(taken, expected, "chunks of {size}");
+        assert_eq!(p.check_heads(|_, _, _| Err(())), Ok(()));
+    }
+    let mut p = DocParser::new(DocKind::Request, DocLimits::default());
+    p.feed(json).unwrap();
+    let mut seen = 0;
+    let first = p.check_heads(|name, _, _| {
+        seen += 1;
+        Err(name.to_owned())
+    });
+    assert_eq!((first, seen), (Err("A".to_owned()), 1));
+    assert!(p.take_heads().is_empty());
+}
+
 #[test]
 fn response_documents() {
     let doc = parse_chunked(

@@ -164,6 +164,12 @@ impl Reader<'_, '_> {
                     }
                     b"shape" if entry.shape.is_none() => entry.shape = Some(self.shape()?),
                     b"data" => self.data(&mut entry)?,
+                    // Every binary reply's outputs carry one: read without
+                    // making its name a `String` to match and drop.
+                    b"parameters" => {
+                        let map = self.c.object(MAX_VALUE_DEPTH)?;
+                        entry.set_parameters(map).ok()?;
+                    }
                     b"name" | b"datatype" | b"shape" => return None,
                     _ => {
                         let key = Cursor::key_string(key)?;

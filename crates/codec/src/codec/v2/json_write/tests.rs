@@ -284,3 +284,49 @@ proptest::proptest! {
         check_parameters(&params);
     }
 }
+
+/// The widest text of every fixed-size type fits the capacity
+/// `max_text_len` gives, without `write` reallocating it.
+#[test]
+fn the_widest_values_fit_max_text_len() {
+    let cases: [(DataType, Vec<u8>); 13] = [
+        (DataType::Bool, vec![0; 33]),
+        (DataType::U8, vec![255; 33]),
+        (DataType::I8, le(&[i8::MIN; 33], i8::to_le_bytes)),
+        (DataType::U16, le(&[u16::MAX; 33], u16::to_le_bytes)),
+        (DataType::I16, le(&[i16::MIN; 33], i16::to_le_bytes)),
+        (DataType::U32, le(&[u32::MAX; 33], u32::to_le_bytes)),
+        (DataType::I32, le(&[i32::MIN; 33], i32::to_le_bytes)),
+        (DataType::U64, le(&[u64::MAX; 33], u64::to_le_bytes)),
+        (DataType::I64, le(&[i64::MIN; 33], i64::to_le_bytes)),
+        (
+            DataType::F16,
+            le(&[f16::from_f32(-6.1e-5); 33], f16::to_le_bytes),
+        ),
+        (
+            DataType::BF16,
+            le(&[bf16::from_f32(-1.1e-38); 33], bf16::to_le_bytes),
+        ),
+        (
+            DataType::F32,
+            le(
+                &[-1.1754942e-38f32, f32::from_bits(0x95ae_43fd)],
+                f32::to_le_bytes,
+            ),
+        ),
+        (
+            DataType::F64,
+            le(&[-2.2250738585072014e-308f64; 33], f64::to_le_bytes),
+        ),
+    ];
+    for (dtype, data) in cases {
+        let max = ValueWriter::max_text_len(dtype, data.len());
+        let mut out = Vec::with_capacity(max);
+        let before = out.as_ptr();
+        let mut w = ValueWriter::new(dtype);
+        w.write(&data, &mut out).unwrap();
+        w.finish().unwrap();
+        assert!(out.len() <= max, "{dtype}: {} > {max}", out.len());
+        assert_eq!(out.as_ptr(), before, "{dtype}: reallocated");
+    }
+}

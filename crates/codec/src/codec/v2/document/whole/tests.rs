@@ -49,7 +49,20 @@ fn gateway(
 ) -> (Result<Document, DocError>, Vec<EntryHead>) {
     let mut p = DocParser::new(kind, limits);
     let result = p.feed(input);
+    // `check_heads` visits the heads `take_heads` gives.
+    let mut q = DocParser::new(kind, limits);
+    let _ = q.feed(input);
+    let mut visited = Vec::new();
+    let _ = q.check_heads(|name, datatype, shape| {
+        visited.push((name.to_owned(), datatype, shape.clone()));
+        Ok::<_, ()>(())
+    });
     let heads = p.take_heads();
+    let taken: Vec<_> = heads
+        .iter()
+        .map(|h| (h.name.clone(), h.datatype, h.shape.clone()))
+        .collect();
+    assert_eq!(visited, taken);
     let done = match result {
         Ok(()) => p.finish(),
         Err(e) => Err(e),
