@@ -41,14 +41,25 @@ async fn one_helper_thread_runs_every_second_part() {
     let (a, b) = pair.join(slow, here);
     assert_eq!(a, here());
     assert_ne!(b, here());
-    // The helper spins for the next job: quick joins find it awake.
+    // Every later second part goes to that same thread. The first part
+    // waits until the second has started, so that a helper the kernel
+    // wakes late (a loaded machine) still takes it rather than the caller,
+    // which is right then but not what this checks.
     for i in 0..20 {
+        let started = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let seen = started.clone();
         let (x, y) = pair.join(
             || {
-                std::thread::sleep(Duration::from_millis(1));
+                let until = Instant::now() + Duration::from_secs(10);
+                while !started.load(Ordering::Acquire) && Instant::now() < until {
+                    std::thread::sleep(Duration::from_millis(1));
+                }
                 i
             },
-            here,
+            move || {
+                seen.store(true, Ordering::Release);
+                here()
+            },
         );
         assert_eq!((x, y), (i, b));
     }
