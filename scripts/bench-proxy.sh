@@ -21,9 +21,10 @@
 #    counted). Defaults: 10 s per wrk run, 3 rounds, 64 connections, all
 #    three peers.
 # 2. A JSON client (scripts/bench/json_client.py, Triton venv's python) to a
-#    real Triton 2.51 (model identity_fp32), directly and through tensorgate,
-#    alternating; N=K gives the requests per round for N FP32 elements.
-#    Defaults: 3 rounds, 256=100,16384=40,1048576=6.
+#    real Triton 2.51 (model identity_fp32), directly, through tensorgate
+#    and, when nginx is a peer, through nginx forwarding the JSON as it is
+#    (one hop's cost), alternating; N=K gives the requests per round for N
+#    FP32 elements. Defaults: 3 rounds, 256=100,16384=40,1048576=6.
 #
 # --smoke: a CI-sized run (2 s per wrk run, 3 rounds, medians; peers nginx
 # and haproxy; 256=30,16384=10,1048576=2) that prints the tables, writes
@@ -108,12 +109,14 @@ done
 TRITON_PY=${TENSORGATE_TRITON_PYTHON:-${TENSORGATE_CACHE_DIR:-$HOME/.cache/tensorgate}/venv-triton/bin/python}
 if [ "$ONLY" != triton ]; then
   command -v wrk >/dev/null || bench_die "wrk not found: bash scripts/setup.sh (or apt-get install wrk)"
-  for peer in ${PEERS//,/ }; do
-    package=$peer
-    [ "$peer" != nginx ] || package=nginx-light
-    command -v "$peer" >/dev/null || bench_die "$peer not found: bash scripts/setup.sh (or apt-get install $package)"
-  done
 fi
+for peer in ${PEERS//,/ }; do
+  # The Triton comparison uses nginx alone of the peers (scripts/bench/triton.sh).
+  [ "$ONLY" != triton ] || [ "$peer" = nginx ] || continue
+  package=$peer
+  [ "$peer" != nginx ] || package=nginx-light
+  command -v "$peer" >/dev/null || bench_die "$peer not found: bash scripts/setup.sh (or apt-get install $package)"
+done
 if [ "$ONLY" != proxy ]; then
   [ -x "$TRITON_PY" ] || bench_die "no Triton venv at $TRITON_PY: run bash scripts/setup.sh"
 fi

@@ -69,7 +69,7 @@ def proxy_section(meta, proxy):
 
 
 def triton_section(meta, triton):
-    return ["### JSON client to a real Triton, direct and through tensorgate", "",
+    return ["### JSON client to a real Triton, direct and through tensorgate" + (" and nginx" if triton.has("nginx") else ""), "",
             "Triton 2.51 (`scripts/triton-backend.sh`, model `identity_fp32`: Python backend, "
             "FP32 `[-1]`) and tensorgate (`--backend`) in front of it. The client "
             "(`scripts/bench/json_client.py`, `http.client` on a keep-alive connection) posts the "
@@ -77,7 +77,10 @@ def triton_section(meta, triton):
             "array's `tolist()` does) and times it to the last byte of the JSON reply; every reply "
             "is parsed and checked afterwards, the first of each kind value for value. Each round "
             f"sends {per_round(meta['requests'])} to Triton directly, then the same through "
-            f"tensorgate; {meta['triton_rounds']} round(s), after a few warm-up requests. Medians of "
+            "tensorgate" + (", then through nginx (`scripts/bench/nginx.sh`), which forwards the JSON "
+                            "as it is: what one hop costs in that place, translating nothing"
+                            if triton.has("nginx") else "") +
+            f"; {meta['triton_rounds']} round(s), after a few warm-up requests. Medians of "
             "the per-request latencies.", ""] + triton.tables(meta) + [""]
 
 

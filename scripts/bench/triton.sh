@@ -8,9 +8,14 @@
 # that someone else started with scripts/triton-backend.sh is neither reused
 # nor stopped, and a model repository holding only identity_fp32 (copied,
 # links resolved), so it starts in seconds.
+#
+# With nginx among the peers, nginx (the benchmark's configuration) also
+# forwards the same JSON to Triton as it is: the cost of one hop that
+# translates nothing, measured in the same run, so target 5's ratios can be
+# read against what any proxy in that place costs on these two cores.
 
 run_triton() {
-  local url
+  local url targets=()
   mkdir -p "$WORK/models"
   cp -rL tests/models/identity_fp32 "$WORK/models/"
   # shellcheck disable=SC2034 # read by the caller's EXIT trap
@@ -21,8 +26,14 @@ run_triton() {
   url=${url#TENSORGATE_TRITON_URL=}
   start_gateway "$url"
   bench_log "triton: direct $url, tensorgate :$GW_PORT (pid $GW_PID)"
-  timeout --kill-after=10 3600 "$TRITON_PY" scripts/bench/json_client.py \
-    --target "direct=$url" --target "gateway=http://127.0.0.1:$GW_PORT" \
+  targets=(--target "direct=$url" --target "gateway=http://127.0.0.1:$GW_PORT")
+  if [[ ",$PEERS," == *,nginx,* ]]; then
+    mkdir -p "$WORK/nginx-triton"
+    start_nginx "$WORK/nginx-triton" "${url##*:}"
+    bench_log "triton: nginx :$PEER_PORT (pid $PEER_PID), forwarding as it is"
+    targets+=(--target "nginx=http://127.0.0.1:$PEER_PORT")
+  fi
+  timeout --kill-after=10 3600 "$TRITON_PY" scripts/bench/json_client.py "${targets[@]}" \
     --model identity_fp32 --sizes "$REQUESTS" --rounds "$TRITON_ROUNDS" \
     --deadline 3000 --out "$WORK/triton.tsv" ||
     bench_die "the JSON client failed (Triton log: $WORK/triton-run/triton.log)"

@@ -1,7 +1,8 @@
 """The JSON-client comparison of scripts/bench-proxy.sh as tables and
 checks: reads json_client.py's per-request lines (size, target, round,
 sequence, latency ms, reply bytes) and gives medians and speedups (direct
-latency over through-tensorgate latency). Reads numbers only; never runs
+latency over through-tensorgate latency, and over through-nginx latency when
+nginx forwarded the same requests as they are). Reads numbers only; never runs
 anything.
 """
 
@@ -30,18 +31,35 @@ class Triton:
                 and (rnd is None or r["round"] == rnd)]
 
     def speedup(self, n, rnd=None):
-        return statistics.median(self.lat(n, "direct", rnd)) / statistics.median(self.lat(n, "gateway", rnd))
+        return self.ratio(n, "gateway", rnd)
+
+    def has(self, target):
+        return any(r["target"] == target for r in self.reqs)
+
+    def ratio(self, n, over, rnd=None):
+        """direct's median latency over `over`'s: above 1 when `over` is faster."""
+        return statistics.median(self.lat(n, "direct", rnd)) / statistics.median(self.lat(n, over, rnd))
 
     def tables(self, meta):
-        out = ["| N (FP32) | JSON request | requests | direct median | through tensorgate median | "
-               "speedup: direct / through tensorgate (per-round range) |",
-               "| --- | --- | --- | --- | --- | --- |"]
+        nginx = self.has("nginx")
+        head = ("| N (FP32) | JSON request | requests | direct median | through tensorgate median | "
+                "speedup: direct / through tensorgate (per-round range) |")
+        rule = "| --- | --- | --- | --- | --- | --- |"
+        if nginx:
+            head += " through nginx median | direct / through nginx (per-round range) |"
+            rule += " --- | --- |"
+        out = [head, rule]
         for n in self.sizes:
             d, g = self.lat(n, "direct"), self.lat(n, "gateway")
             per_round = [self.speedup(n, r) for r in self.rounds]
-            out.append(f"| {label(n)} | {size(int(meta.get(f'body_{n}', 0)))} | {len(d)} + {len(g)} | "
-                       f"{ms(statistics.median(d))} | {ms(statistics.median(g))} | "
-                       f"{ratio(self.speedup(n))} ({span(per_round)}) |")
+            line = (f"| {label(n)} | {size(int(meta.get(f'body_{n}', 0)))} | {len(d)} + {len(g)} | "
+                    f"{ms(statistics.median(d))} | {ms(statistics.median(g))} | "
+                    f"{ratio(self.speedup(n))} ({span(per_round)}) |")
+            if nginx:
+                x = [self.ratio(n, "nginx", r) for r in self.rounds]
+                line += (f" {ms(statistics.median(self.lat(n, 'nginx')))} | "
+                         f"{ratio(self.ratio(n, 'nginx'))} ({span(x)}) |")
+            out.append(line)
         return out
 
     def checks(self):
@@ -50,11 +68,18 @@ class Triton:
                 for n in self.sizes if n in TARGET]
 
     def raw(self):
-        out = ["| round | N | direct median | gateway median | speedup |", "| --- | --- | --- | --- | --- |"]
+        nginx = self.has("nginx")
+        out = ["| round | N | direct median | gateway median | speedup |"
+               + (" nginx median | direct / nginx |" if nginx else ""),
+               "| --- | --- | --- | --- | --- |" + (" --- | --- |" if nginx else "")]
         for rnd in self.rounds:
             for n in self.sizes:
                 d, g = statistics.median(self.lat(n, "direct", rnd)), statistics.median(self.lat(n, "gateway", rnd))
-                out.append(f"| {rnd} | {label(n)} | {d:.2f} ms | {g:.2f} ms | {d / g:.2f}x |")
+                line = f"| {rnd} | {label(n)} | {d:.2f} ms | {g:.2f} ms | {d / g:.2f}x |"
+                if nginx:
+                    x = statistics.median(self.lat(n, "nginx", rnd))
+                    line += f" {x:.2f} ms | {d / x:.2f}x |"
+                out.append(line)
         return out
 
 
