@@ -8,7 +8,7 @@
 #   bash scripts/bench-proxy.sh [--smoke] [--only proxy|triton]
 #        [--peers nginx,haproxy,caddy] [--duration S] [--rounds R]
 #        [--connections C] [--triton-rounds R] [--requests N=K,...]
-#        [--note TEXT] [--write | --no-write]
+#        [--triton-cpu N] [--note TEXT] [--write | --no-write]
 #
 # 1. Plain proxy: the demo backend (`tensorgate demo-backend`), the peers
 #    (scripts/bench/nginx.sh, haproxy.sh, caddy.sh: Debian's nginx-light,
@@ -32,6 +32,10 @@
 # scripts/bench/report.py for the lines). A full run writes
 # docs/PERFORMANCE.md unless --no-write.
 # --note TEXT is printed at the top of the written section.
+# --triton-cpu N pins Triton (its server and the Python backend's stub) to
+# CPU N, and the JSON client, tensorgate and nginx to the other CPUs, for
+# the Triton comparison only: the placement a Triton with cores of its own
+# would have (by default the scheduler spreads everything over all cores).
 #
 # Needs wrk, nginx, haproxy and caddy (scripts/setup.sh installs them) and,
 # for the Triton comparison, the Triton venv (scripts/setup.sh). Everything
@@ -54,11 +58,12 @@ usage() {
 }
 
 SMOKE=0 ONLY=all WRITE="" NOTE="" DURATION="" ROUNDS="" CONNECTIONS=64 TRITON_ROUNDS="" REQUESTS="" PEERS=""
+TRITON_CPU=""
 SHOWN_ARGS=()
 while [ $# -gt 0 ]; do
   opt=$1 val=""
   case "$opt" in
-    --only | --peers | --duration | --rounds | --connections | --triton-rounds | --requests | --note)
+    --only | --peers | --duration | --rounds | --connections | --triton-rounds | --requests | --note | --triton-cpu)
       [ $# -ge 2 ] || bench_die "$opt needs a value"
       val=$2
       shift 2
@@ -75,6 +80,7 @@ while [ $# -gt 0 ]; do
     --triton-rounds) TRITON_ROUNDS=$val ;;
     --requests) REQUESTS=$val ;;
     --note) NOTE=$val ;;
+    --triton-cpu) TRITON_CPU=$val ;;
     --write) WRITE=1 ;;
     --no-write) WRITE=0 ;;
     -h | --help) usage ;;
@@ -106,6 +112,13 @@ for v in "$DURATION" "$ROUNDS" "$CONNECTIONS" "$TRITON_ROUNDS"; do
   case "$v" in '' | *[!0-9]* | 0) bench_die "durations, rounds and connections are positive integers" ;; esac
 done
 
+if [ -n "$TRITON_CPU" ]; then
+  case "$TRITON_CPU" in *[!0-9]*) bench_die "--triton-cpu takes a CPU number, not $TRITON_CPU" ;; esac
+  if [ "$(nproc)" -lt 2 ] || [ "$TRITON_CPU" -ge "$(nproc)" ]; then
+    bench_die "--triton-cpu $TRITON_CPU: needs at least 2 CPUs and a CPU below $(nproc)"
+  fi
+  command -v taskset >/dev/null || bench_die "--triton-cpu needs taskset (util-linux)"
+fi
 TRITON_PY=${TENSORGATE_TRITON_PYTHON:-${TENSORGATE_CACHE_DIR:-$HOME/.cache/tensorgate}/venv-triton/bin/python}
 if [ "$ONLY" != triton ]; then
   command -v wrk >/dev/null || bench_die "wrk not found: bash scripts/setup.sh (or apt-get install wrk)"
@@ -140,6 +153,7 @@ COMMIT=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
   echo "connections=$CONNECTIONS"
   echo "peers=$PEERS"
   echo "triton_rounds=$TRITON_ROUNDS"
+  echo "triton_cpu=$TRITON_CPU"
   echo "requests=$REQUESTS"
 } >"$WORK/meta.txt"
 bench_log "load average before: $(loadavg)"

@@ -81,7 +81,11 @@ def triton_section(meta, triton):
                             "as it is: what one hop costs in that place, translating nothing"
                             if triton.has("nginx") else "") +
             f"; {meta['triton_rounds']} round(s), after a few warm-up requests. Medians of "
-            "the per-request latencies.", ""] + triton.tables(meta) + [""]
+            "the per-request latencies." + (
+                f" Triton's processes ran pinned to CPU {meta['triton_cpu']} and the client, tensorgate "
+                "and nginx to the other CPUs (`--triton-cpu`), as with a Triton that has cores of its own; "
+                "without it the scheduler spreads everything over both cores."
+                if meta.get("triton_cpu") else ""), ""] + triton.tables(meta) + [""]
 
 
 def section(meta, proxy, triton):

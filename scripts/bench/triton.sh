@@ -13,9 +13,20 @@
 # forwards the same JSON to Triton as it is: the cost of one hop that
 # translates nothing, measured in the same run, so target 5's ratios can be
 # read against what any proxy in that place costs on these two cores.
+#
+# With TRITON_CPU set (--triton-cpu), Triton's processes are pinned to that
+# CPU and the client, tensorgate and nginx to the others (taskset).
+
+# pin_tree PID CPUS: every thread of PID and of its descendants onto CPUS.
+pin_tree() {
+  local p
+  for p in $(tree_pids "$1"); do
+    taskset -a -p -c "$2" "$p" >/dev/null || bench_die "taskset could not pin $p to $2"
+  done
+}
 
 run_triton() {
-  local url targets=()
+  local url targets=() others="" pin=() nginx_pid=""
   mkdir -p "$WORK/models"
   cp -rL tests/models/identity_fp32 "$WORK/models/"
   # shellcheck disable=SC2034 # read by the caller's EXIT trap
@@ -32,8 +43,17 @@ run_triton() {
     start_nginx "$WORK/nginx-triton" "${url##*:}"
     bench_log "triton: nginx :$PEER_PORT (pid $PEER_PID), forwarding as it is"
     targets+=(--target "nginx=http://127.0.0.1:$PEER_PORT")
+    nginx_pid=$PEER_PID
   fi
-  timeout --kill-after=10 3600 "$TRITON_PY" scripts/bench/json_client.py "${targets[@]}" \
+  if [ -n "${TRITON_CPU:-}" ]; then
+    others=$(seq 0 $(($(nproc) - 1)) | grep -vx "$TRITON_CPU" | paste -sd,)
+    pin_tree "$(cat "$WORK/triton-run/triton.pid")" "$TRITON_CPU"
+    pin_tree "$GW_PID" "$others"
+    [ -z "$nginx_pid" ] || pin_tree "$nginx_pid" "$others"
+    pin=(taskset -c "$others")
+    bench_log "triton: Triton on CPU $TRITON_CPU; client, tensorgate and nginx on CPUs $others"
+  fi
+  timeout --kill-after=10 3600 ${pin[@]+"${pin[@]}"} "$TRITON_PY" scripts/bench/json_client.py "${targets[@]}" \
     --model identity_fp32 --sizes "$REQUESTS" --rounds "$TRITON_ROUNDS" \
     --deadline 3000 --out "$WORK/triton.tsv" ||
     bench_die "the JSON client failed (Triton log: $WORK/triton-run/triton.log)"
