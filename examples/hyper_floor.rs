@@ -11,6 +11,12 @@
 //! which issue 25 keeps. A backend that cannot be reached closes the
 //! client's connection (a benchmark tool, not a proxy to deploy).
 //!
+//! `--threads N` (default 1) serves with N such threads, each a
+//! current-thread runtime accepting from the one listening socket, as the
+//! gateway's workers do: `scripts/bench-proxy.sh --peers ...,floor` runs it
+//! with 2 beside nginx's 2 workers, to measure hyper alone's CPU per
+//! request the way the peers' is measured.
+//!
 //! ```sh
 //! cargo build --release --example hyper_floor
 //! target/release/examples/hyper_floor --backend http://127.0.0.1:8001 --listen 127.0.0.1:8002
@@ -67,20 +73,31 @@ fn flag(args: &[String], name: &str) -> Result<String, BoxError> {
         .ok_or_else(|| format!("{name} ADDRESS is required").into())
 }
 
-fn main() -> Result<(), BoxError> {
-    // Other flags (the gateway's, which instructions.sh passes alike) are ignored.
-    let args: Vec<String> = std::env::args().collect();
-    let backend = flag(&args, "--backend")?;
-    let backend: Rc<str> = backend
-        .trim_start_matches("http://")
-        .trim_end_matches('/')
-        .into();
-    let listen = flag(&args, "--listen")?;
+/// The value of `--threads`, 1 when absent.
+fn threads(args: &[String]) -> Result<usize, BoxError> {
+    match args.iter().position(|a| a == "--threads") {
+        None => Ok(1),
+        Some(i) => {
+            let n: usize = args
+                .get(i + 1)
+                .ok_or("--threads N needs a number")?
+                .parse()?;
+            if (1..=64).contains(&n) {
+                Ok(n)
+            } else {
+                Err("--threads takes 1 to 64".into())
+            }
+        }
+    }
+}
+
+/// Accepts from `listener` and serves each connection on this thread.
+fn serve(listener: std::net::TcpListener, backend: Rc<str>) -> Result<(), BoxError> {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
     LocalSet::new().block_on(&rt, async move {
-        let listener = TcpListener::bind(&listen).await?;
+        let listener = TcpListener::from_std(listener)?;
         loop {
             let (tcp, _) = listener.accept().await?;
             tcp.set_nodelay(true)?;
@@ -96,4 +113,27 @@ fn main() -> Result<(), BoxError> {
             });
         }
     })
+}
+
+fn main() -> Result<(), BoxError> {
+    // Other flags (the gateway's, which instructions.sh passes alike) are ignored.
+    let args: Vec<String> = std::env::args().collect();
+    let backend = flag(&args, "--backend")?;
+    let backend = backend
+        .trim_start_matches("http://")
+        .trim_end_matches('/')
+        .to_owned();
+    let listen = flag(&args, "--listen")?;
+    let listener = std::net::TcpListener::bind(&listen)?;
+    listener.set_nonblocking(true)?;
+    for _ in 1..threads(&args)? {
+        let (listener, backend) = (listener.try_clone()?, backend.clone());
+        // A thread that stops ends the process: a tool, not a server.
+        std::thread::spawn(move || {
+            let stopped = serve(listener, backend.into());
+            eprintln!("hyper_floor: a serving thread stopped: {stopped:?}");
+            std::process::exit(1);
+        });
+    }
+    serve(listener, backend.into())
 }

@@ -6,7 +6,7 @@
 # markers.
 #
 #   bash scripts/bench-proxy.sh [--smoke] [--only proxy|triton]
-#        [--peers nginx,haproxy,caddy] [--duration S] [--rounds R]
+#        [--peers nginx,haproxy,caddy,floor] [--duration S] [--rounds R]
 #        [--connections C] [--triton-rounds R] [--requests N=K,...]
 #        [--triton-cpu N] [--note TEXT] [--write | --no-write]
 #
@@ -37,6 +37,10 @@
 # the Triton comparison only: the placement a Triton with cores of its own
 # would have (by default the scheduler spreads everything over all cores).
 #
+# `floor` (not a default peer) is hyper alone: examples/hyper_floor.rs with 2
+# threads (scripts/bench/floor.sh; cargo build --release --example
+# hyper_floor first), what hyper on both sides costs before any feature.
+#
 # Needs wrk, nginx, haproxy and caddy (scripts/setup.sh installs them) and,
 # for the Triton comparison, the Triton venv (scripts/setup.sh). Everything
 # listens on 127.0.0.1 at ports chosen at run time, every wait and run is
@@ -51,6 +55,7 @@ cd "$HERE/.."
 . "$HERE/bench/nginx.sh"
 . "$HERE/bench/haproxy.sh"
 . "$HERE/bench/caddy.sh"
+. "$HERE/bench/floor.sh"
 
 usage() {
   awk 'NR > 1 && /^# shellcheck/ { exit } NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0" >&2
@@ -101,8 +106,8 @@ else
   : "${DURATION:=10}" "${ROUNDS:=3}" "${TRITON_ROUNDS:=3}" "${REQUESTS:=256=100,16384=40,1048576=6}" "${WRITE:=1}"
   : "${PEERS:=nginx,haproxy,caddy}"
 fi
-[[ "$PEERS" =~ ^(nginx|haproxy|caddy)(,(nginx|haproxy|caddy))*$ ]] ||
-  bench_die "--peers takes a comma-separated list of nginx, haproxy and caddy, not $PEERS"
+[[ "$PEERS" =~ ^(nginx|haproxy|caddy|floor)(,(nginx|haproxy|caddy|floor))*$ ]] ||
+  bench_die "--peers takes a comma-separated list of nginx, haproxy, caddy and floor, not $PEERS"
 [ -z "$(tr ',' '\n' <<<"$PEERS" | sort | uniq -d)" ] || bench_die "--peers names a peer twice: $PEERS"
 if [ "$SMOKE" = 1 ] && [ "$ONLY" != triton ] && ! [[ ",$PEERS," == *,nginx,* && ",$PEERS," == *,haproxy,* ]]; then
   bench_die "--smoke checks tensorgate against nginx and haproxy: --peers must name both"
@@ -126,6 +131,10 @@ fi
 for peer in ${PEERS//,/ }; do
   # The Triton comparison uses nginx alone of the peers (scripts/bench/triton.sh).
   [ "$ONLY" != triton ] || [ "$peer" = nginx ] || continue
+  if [ "$peer" = floor ]; then
+    [ -x "$(floor_bin)" ] || bench_die "no hyper_floor at $(floor_bin): cargo build --release --example hyper_floor"
+    continue
+  fi
   package=$peer
   [ "$peer" != nginx ] || package=nginx-light
   command -v "$peer" >/dev/null || bench_die "$peer not found: bash scripts/setup.sh (or apt-get install $package)"

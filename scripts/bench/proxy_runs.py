@@ -18,8 +18,8 @@ CASES = {"passthrough": "passthrough `GET /v2/models/simple`",
          "infer": "small JSON infer `POST /v2/models/simple/infer`",
          "infer-c1": "small JSON infer, sequential"}
 LABELS = {"direct": "direct", "nginx": "nginx", "haproxy": "HAProxy", "caddy": "Caddy",
-          "tensorgate": "**tensorgate**"}
-PEERS = ("nginx", "haproxy", "caddy")
+          "floor": "hyper alone", "tensorgate": "**tensorgate**"}
+PEERS = ("nginx", "haproxy", "caddy", "floor")
 
 
 def label(target):

@@ -44,7 +44,8 @@ def read_tsv(path):
 
 def versions(meta):
     found = [f"{name} {meta[f'version_{key}']}" for key, name in PEER_NAMES.items() if meta.get(f"version_{key}")]
-    return f" Peers (Debian's packages): {', '.join(found)}." if found else ""
+    floor = f" hyper alone: {meta['version_floor']}." if meta.get("version_floor") else ""
+    return (f" Peers (Debian's packages): {', '.join(found)}." if found else "") + floor
 
 
 def proxy_section(meta, proxy):
@@ -55,7 +56,11 @@ def proxy_section(meta, proxy):
             "request or response buffering; `scripts/bench/nginx.sh`), HAProxy (`mode http`, `nbthread 2`, "
             "`http-reuse always`; `scripts/bench/haproxy.sh`), Caddy (`reverse_proxy`, `admin off`, "
             "`auto_https off`, 128 idle upstream connections; `scripts/bench/caddy.sh`) and tensorgate "
-            "(`--backend`, default settings). Every proxy writes one access-log line per request to a file. "
+            "(`--backend`, default settings). Every proxy writes one access-log line per request to a file"
+            + (", except hyper alone (`examples/hyper_floor.rs` with 2 threads, `scripts/bench/floor.sh`: "
+               "hyper's server and client with one kept backend connection per client connection and no "
+               "feature at all, the floor for a proxy that keeps hyper on both sides). "
+               if "floor" in proxy.targets else ". ") +
             f"`wrk -t1 -c{c} -d{d}s --latency` runs against each target in turn (the order moves by one "
             f"every round), for both cases, then `wrk -t1 -c1` with the small infer; {r} round(s). The "
             "peers forward the JSON infer request as it is; tensorgate converts it to the binary extension "
