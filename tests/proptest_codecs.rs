@@ -20,7 +20,7 @@
 use bytes::{Bytes, BytesMut};
 use half::{bf16, f16};
 use proptest::prelude::*;
-use serde_json::{Map, Value};
+use serde_json::Value;
 use tensorgate::codec::decthings::{self, DecodeLimits, Layout};
 use tensorgate::codec::describe::{describe, parse_description};
 use tensorgate::codec::v2::json_data::{DataParser, Progress};
@@ -28,7 +28,7 @@ use tensorgate::codec::v2::json_write::{
     TensorForm, ValueWriter, WriteError, inline_data, write_document,
 };
 use tensorgate::codec::v2::{
-    DocError, DocKind, DocLimits, DocParser, Document, EntryData, TensorEntry,
+    DocError, DocKind, DocLimits, DocParser, Document, EntryData, Params, TensorEntry,
 };
 use tensorgate::tensor::{DataType, DecthingsType, Semantic, Shape, Tensor, bytes_layout};
 
@@ -370,7 +370,7 @@ fn entry() -> impl Strategy<Value = TensorEntry> {
     )
         .prop_map(
             |((datatype, shape, data), name, extra, params, form, size)| {
-                let mut parameters: Map<String, Value> = params.into_iter().collect();
+                let mut parameters: Params = params.into_iter().collect();
                 let n = count(&shape) as u64;
                 let data = match form {
                     0 => EntryData::Inline {

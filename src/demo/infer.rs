@@ -5,7 +5,7 @@
 
 use bytes::Bytes;
 use http::{HeaderMap, Response};
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use super::catalog::{Model, Named, VERSION};
 use super::error::DemoError;
@@ -13,7 +13,7 @@ use super::respond::{self, Body};
 use crate::codec::v2::framing::{self, HeaderReader, IHCL_HEADER};
 use crate::codec::v2::json_write::{TensorForm, write_document};
 use crate::codec::v2::{
-    BinaryCollector, DocKind, DocLimits, DocParser, Document, EntryData, OutputSelection,
+    BinaryCollector, DocKind, DocLimits, DocParser, Document, EntryData, OutputSelection, Params,
     TensorEntry, collect,
 };
 use crate::http::body::concat;
@@ -178,7 +178,7 @@ fn write_response(
             name: name.clone(),
             datatype: t.dtype,
             shape: t.shape.clone(),
-            parameters: Map::new(),
+            parameters: Params::new(),
             extra: Vec::new(),
             data: EntryData::Inline {
                 data: t.data.clone(),

@@ -12,13 +12,13 @@
 
 use bytes::Bytes;
 use serde::Deserialize;
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use super::error::RequestError;
 use super::error::{DecthingsError, InputProblem};
 use crate::codec::decthings::rpc;
 use crate::codec::decthings::{self, DecodeLimits, Layout};
-use crate::codec::v2::{EntryData, TensorEntry};
+use crate::codec::v2::{EntryData, Params, TensorEntry};
 use crate::config::{MultipleTensors, Route};
 use crate::error::Error;
 use crate::http::client_body::BodyError;
@@ -277,7 +277,7 @@ fn input(route: &Route, name: String, t: Combined) -> Result<(TensorEntry, Tenso
         Some(to) => (to, vec![narrow(&t.pieces, to)]),
         None => (t.dtype, t.pieces),
     };
-    let mut parameters = Map::new();
+    let mut parameters = Params::new();
     if t.decthings.is_media() {
         parameters.insert(TYPE_PARAMETER.into(), Value::from(t.decthings.name()));
         let formats = serde_json::to_string(&t.formats).unwrap_or_default();

@@ -351,8 +351,7 @@ async fn grpc_reply(
     let upstream = exchange.upstream;
     let limit = exchange.route.limits.max_response_bytes;
     let read = grpc::reply(upstream.name(), &parts.headers, body, limit);
-    let left = deadline.saturating_duration_since(Instant::now());
-    let reply = tokio::time::timeout(left, read)
+    let reply = tokio::time::timeout_at(deadline.into(), read)
         .await
         .map_err(|_| upstream.timeout(upstream.backend.request_timeout))?;
     reply.map_err(|fault| match fault {

@@ -82,8 +82,10 @@ pub struct ReplyStream {
 impl ReplyStream {
     pub async fn next(&mut self) -> Result<Option<Bytes>, InferError> {
         loop {
-            let left = self.deadline.saturating_duration_since(Instant::now());
-            let Ok(frame) = tokio::time::timeout(left, self.inner.frame()).await else {
+            // At the deadline itself: a timeout for the time left read the
+            // clock twice more per frame (the time left, then its end).
+            let deadline = tokio::time::Instant::from_std(self.deadline);
+            let Ok(frame) = tokio::time::timeout_at(deadline, self.inner.frame()).await else {
                 self.fault(UpstreamKind::Timeout);
                 let limit = self.upstream.backend.request_timeout;
                 return Err(self.upstream.timeout(limit).into());

@@ -11,7 +11,7 @@ use super::contents;
 use super::error::{InferError, TensorProblem, noun};
 use super::params;
 use super::proto::inference::{InferParameter, InferTensorContents};
-use crate::codec::v2::{DocKind, DocLimits, EntryData, TensorEntry};
+use crate::codec::v2::{DocKind, DocLimits, EntryData, Params, TensorEntry};
 use crate::tensor::{self, DataType, Shape, bytes_layout};
 
 /// The parameter that puts a tensor in shared memory.
@@ -64,7 +64,7 @@ impl GrpcHead<'_> {
                 limit: limits.max_elements,
             }));
         }
-        let parameters = params::to_json(self.parameters, &HTTP_ONLY_TENSOR_PARAMS)
+        let parameters: Params = params::to_json(self.parameters, &HTTP_ONLY_TENSOR_PARAMS)
             .map_err(|e| self.error(TensorProblem::Parameter(e)))?;
         let data = if parameters.contains_key(SHARED_MEMORY_REGION) {
             EntryData::SharedMemory

@@ -9,7 +9,7 @@
 
 use std::collections::BTreeMap;
 
-use serde_json::{Map, Number, Value};
+use serde_json::{Number, Value};
 
 use super::proto::inference::InferParameter;
 use super::proto::inference::infer_parameter::ParameterChoice;
@@ -40,10 +40,10 @@ pub fn value(name: &str, p: &InferParameter) -> Result<Value, ParamError> {
 }
 
 /// gRPC parameters as a JSON object, leaving out the names in `skip`.
-pub fn to_json(
+pub fn to_json<M: FromIterator<(String, Value)>>(
     params: &BTreeMap<String, InferParameter>,
     skip: &[&str],
-) -> Result<Map<String, Value>, ParamError> {
+) -> Result<M, ParamError> {
     params
         .iter()
         .filter(|(k, _)| !skip.contains(&k.as_str()))
@@ -75,12 +75,12 @@ pub fn parameter(name: &str, v: &Value) -> Result<InferParameter, ParamError> {
 }
 
 /// A JSON object as gRPC parameters, leaving out the names in `skip`.
-pub fn from_json(
-    params: &Map<String, Value>,
+pub fn from_json<'a>(
+    params: impl IntoIterator<Item = (&'a String, &'a Value)>,
     skip: &[&str],
 ) -> Result<BTreeMap<String, InferParameter>, ParamError> {
     params
-        .iter()
+        .into_iter()
         .filter(|(k, _)| !skip.contains(&k.as_str()))
         .map(|(k, v)| Ok((k.clone(), parameter(k, v)?)))
         .collect()
@@ -121,7 +121,7 @@ mod tests {
             "binary_data".to_owned(),
             p(ParameterChoice::BoolParam(true)),
         );
-        let json = to_json(&grpc, &["binary_data"]).unwrap();
+        let json: serde_json::Map<_, _> = to_json(&grpc, &["binary_data"]).unwrap();
         assert_eq!(
             Value::Object(json.clone()),
             json!({"b": true, "d": 0.5, "i": -3, "s": "x", "u": 18446744073709551615u64})

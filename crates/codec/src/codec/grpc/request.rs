@@ -61,7 +61,7 @@ pub fn request_to_v2(
     if !request.id.is_empty() {
         members.push(("id".to_owned(), Value::String(request.id)));
     }
-    let parameters = params::to_json(&request.parameters, &HTTP_ONLY_REQUEST_PARAMS)?;
+    let parameters: Map<_, _> = params::to_json(&request.parameters, &HTTP_ONLY_REQUEST_PARAMS)?;
     if !parameters.is_empty() {
         members.push(("parameters".to_owned(), Value::Object(parameters)));
     }
@@ -144,7 +144,7 @@ fn requested_outputs(outputs: &[InferRequestedOutputTensor]) -> Result<Value, In
     for o in outputs {
         let mut entry = Map::new();
         entry.insert("name".to_owned(), Value::String(o.name.clone()));
-        let p = params::to_json(&o.parameters, &head::HTTP_ONLY_TENSOR_PARAMS)?;
+        let p: Map<_, _> = params::to_json(&o.parameters, &head::HTTP_ONLY_TENSOR_PARAMS)?;
         if !p.is_empty() {
             entry.insert("parameters".to_owned(), Value::Object(p));
         }

@@ -58,7 +58,7 @@ pub fn response_to_v2(
         "model_version".to_owned(),
         Value::String(response.model_version),
     ));
-    let parameters = params::to_json(&response.parameters, &[])?;
+    let parameters: serde_json::Map<_, _> = params::to_json(&response.parameters, &[])?;
     if !parameters.is_empty() {
         members.push(("parameters".to_owned(), Value::Object(parameters)));
     }

@@ -11,9 +11,9 @@
 //! JSON and round-trips exactly.
 
 use half::{bf16, f16};
-use serde_json::{Map, Value};
+use serde_json::Value;
 
-use super::model::{Document, EntryData, TensorEntry};
+use super::model::{Document, EntryData, Params, TensorEntry};
 use super::strings::{is_plain_ascii, write_json_string};
 use batch::{Batch, TextOut};
 
@@ -569,7 +569,7 @@ const BINARY_DATA_SIZE: &str = "binary_data_size";
 /// `serde_json::Map::remove` removes (the last parameter takes its place).
 /// Written from the tensor's own map: copying the map to change one entry
 /// cost more than the rest of the tensor's head.
-fn write_parameters(params: &Map<String, Value>, form: TensorForm, out: &mut Vec<u8>) {
+fn write_parameters(params: &Params, form: TensorForm, out: &mut Vec<u8>) {
     let mut w = ParamWriter { out, any: false };
     let at = params.keys().position(|k| k == BINARY_DATA_SIZE);
     match (form, at) {

@@ -21,6 +21,7 @@ pub mod strings;
 pub use collect::{BinaryCollector, ShortData};
 pub use document::{DataTail, DocError, DocParser, MemberRef};
 pub use model::{
-    DocKind, DocLimits, Document, EntryData, EntryHead, MAX_JSON_DEPTH, Subject, TensorEntry,
+    DocKind, DocLimits, Document, EntryData, EntryHead, MAX_JSON_DEPTH, Params, Subject,
+    TensorEntry,
 };
 pub use outputs::{OutputSelection, OutputsError, RequestedOutput};

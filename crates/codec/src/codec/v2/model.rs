@@ -120,7 +120,7 @@ pub struct TensorEntry {
     pub datatype: DataType,
     pub shape: Shape,
     /// The `"parameters"` object, as sent (including `binary_data_size`).
-    pub parameters: Map<String, Value>,
+    pub parameters: Params,
     /// Other members, kept in order and passed through untouched.
     pub extra: Vec<(String, Value)>,
     pub data: EntryData,
@@ -135,6 +135,111 @@ impl TensorEntry {
             EntryData::Binary { size } => Some(*size),
             EntryData::SharedMemory => None,
         }
+    }
+}
+
+/// A tensor's `"parameters"` object: its members in order, as sent. A
+/// tensor has few (a Triton reply's outputs one each, `binary_data_size`),
+/// so they are kept in a vector and found by a scan. A `serde_json::Map`
+/// (an `IndexMap` with SipHash) hashed each name and allocated a hash table
+/// besides its entries: about 600 instructions per object read, two per
+/// small infer reply. It behaves as that map did: names are unique, a name
+/// inserted again keeps its place, [`Params::remove`] moves the last member
+/// into the removed one's place, and equality ignores order.
+#[derive(Clone, Debug, Default)]
+pub struct Params(Vec<(String, Value)>);
+
+impl Params {
+    pub const fn new() -> Self {
+        Params(Vec::new())
+    }
+
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    fn position(&self, key: &str) -> Option<usize> {
+        self.0.iter().position(|(k, _)| k == key)
+    }
+
+    pub fn get(&self, key: &str) -> Option<&Value> {
+        self.0.iter().find(|(k, _)| k == key).map(|(_, v)| v)
+    }
+
+    pub fn contains_key(&self, key: &str) -> bool {
+        self.position(key).is_some()
+    }
+
+    /// Sets `key` to `value` (in its place if it is there, else last);
+    /// returns the value it replaced.
+    pub fn insert(&mut self, key: String, value: Value) -> Option<Value> {
+        match self.position(&key) {
+            Some(at) => Some(std::mem::replace(&mut self.0[at].1, value)),
+            None => {
+                self.0.push((key, value));
+                None
+            }
+        }
+    }
+
+    /// Removes `key`; the last member takes its place.
+    pub fn remove(&mut self, key: &str) -> Option<Value> {
+        let at = self.position(key)?;
+        Some(self.0.swap_remove(at).1)
+    }
+
+    pub fn iter(
+        &self,
+    ) -> impl DoubleEndedIterator<Item = (&String, &Value)> + ExactSizeIterator + Clone {
+        self.0.iter().map(|(k, v)| (k, v))
+    }
+
+    pub fn keys(&self) -> impl DoubleEndedIterator<Item = &String> + ExactSizeIterator {
+        self.0.iter().map(|(k, _)| k)
+    }
+
+    /// The members as a JSON object.
+    pub fn into_map(self) -> Map<String, Value> {
+        self.0.into_iter().collect()
+    }
+}
+
+impl PartialEq for Params {
+    fn eq(&self, other: &Params) -> bool {
+        self.len() == other.len() && self.iter().all(|(k, v)| other.get(k) == Some(v))
+    }
+}
+
+impl From<Map<String, Value>> for Params {
+    fn from(map: Map<String, Value>) -> Params {
+        // A map's names are unique already.
+        Params(map.into_iter().collect())
+    }
+}
+
+impl FromIterator<(String, Value)> for Params {
+    fn from_iter<I: IntoIterator<Item = (String, Value)>>(iter: I) -> Params {
+        let mut params = Params::new();
+        for (k, v) in iter {
+            params.insert(k, v);
+        }
+        params
+    }
+}
+
+impl<'a> IntoIterator for &'a Params {
+    type Item = (&'a String, &'a Value);
+    type IntoIter = std::iter::Map<
+        std::slice::Iter<'a, (String, Value)>,
+        fn(&'a (String, Value)) -> (&'a String, &'a Value),
+    >;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.0.iter().map(|(k, v)| (k, v))
     }
 }
 
@@ -222,4 +327,78 @@ pub struct EntryHead {
     pub name: String,
     pub datatype: DataType,
     pub shape: Shape,
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+    use serde_json::{Map, Value};
+
+    use super::Params;
+
+    /// One change made to both a `Params` and a `serde_json::Map`.
+    #[derive(Clone, Debug)]
+    enum Op {
+        Insert(String, i64),
+        Remove(String),
+    }
+
+    fn op() -> impl Strategy<Value = Op> {
+        let key = "[abc]|binary_data_size";
+        prop_oneof![
+            3 => (key, any::<i64>()).prop_map(|(k, v)| Op::Insert(k, v)),
+            1 => key.prop_map(Op::Remove),
+        ]
+    }
+
+    fn pairs(params: &Params) -> Vec<(String, Value)> {
+        params.iter().map(|(k, v)| (k.clone(), v.clone())).collect()
+    }
+
+    fn map_pairs(map: &Map<String, Value>) -> Vec<(String, Value)> {
+        map.iter().map(|(k, v)| (k.clone(), v.clone())).collect()
+    }
+
+    proptest! {
+        /// Order, replaced and removed values, lookups and equality as
+        /// serde's order-preserving map has them.
+        #[test]
+        fn params_behave_as_serde_map(ops in proptest::collection::vec(op(), 0..24)) {
+            let mut params = Params::new();
+            let mut map = Map::new();
+            for op in ops {
+                match op {
+                    Op::Insert(k, v) => prop_assert_eq!(
+                        params.insert(k.clone(), Value::from(v)),
+                        map.insert(k, Value::from(v))
+                    ),
+                    Op::Remove(k) => prop_assert_eq!(params.remove(&k), map.remove(&k)),
+                }
+                prop_assert_eq!(pairs(&params), map_pairs(&map));
+                for k in ["a", "b", "c", "binary_data_size"] {
+                    prop_assert_eq!(params.get(k), map.get(k));
+                    prop_assert_eq!(params.contains_key(k), map.contains_key(k));
+                }
+                prop_assert_eq!(params.len(), map.len());
+                prop_assert_eq!(Params::from(map.clone()), params.clone());
+                prop_assert_eq!(params.clone().into_map(), map.clone());
+                let reversed: Params = map_pairs(&map).into_iter().rev().collect();
+                prop_assert_eq!(&reversed, &params);
+            }
+        }
+    }
+
+    #[test]
+    fn params_differ_by_value_or_member() {
+        let p = |pairs: &[(&str, i64)]| -> Params {
+            pairs
+                .iter()
+                .map(|&(k, v)| (k.to_owned(), Value::from(v)))
+                .collect()
+        };
+        assert_eq!(p(&[("a", 1), ("b", 2)]), p(&[("b", 2), ("a", 1)]));
+        assert_ne!(p(&[("a", 1), ("b", 2)]), p(&[("a", 1), ("b", 3)]));
+        assert_ne!(p(&[("a", 1)]), p(&[("a", 1), ("b", 2)]));
+        assert_ne!(p(&[("a", 1), ("b", 2)]), p(&[("a", 1), ("c", 2)]));
+    }
 }

@@ -2,11 +2,11 @@
 //! when its object closes.
 
 use bytes::Bytes;
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use super::DocError;
 use crate::codec::v2::json_data::DataParser;
-use crate::codec::v2::model::{DocLimits, EntryData, EntryHead, Subject, TensorEntry};
+use crate::codec::v2::model::{DocLimits, EntryData, EntryHead, Params, Subject, TensorEntry};
 use crate::tensor::{DataType, Shape};
 
 /// Builds one tensor entry as its members arrive.
@@ -16,7 +16,7 @@ pub(super) struct EntryBuilder {
     pub name: Option<String>,
     pub datatype: Option<DataType>,
     pub shape: Option<Shape>,
-    parameters: Option<Map<String, Value>>,
+    parameters: Option<Params>,
     extra: Vec<(String, Value)>,
     pub data: Option<(Bytes, u64)>,
     /// Raw `data` text captured before the datatype was known.
@@ -89,7 +89,7 @@ impl EntryBuilder {
                     duplicate(self.parameters.is_some(), &key)?;
                     return Err(bad("parameters", "must be an object"));
                 };
-                self.set_parameters(map)?;
+                self.set_parameters(Params::from(map))?;
             }
             _ => {
                 duplicate(self.extra.iter().any(|(k, _)| *k == key), &key)?;
@@ -102,7 +102,7 @@ impl EntryBuilder {
     /// Takes the `"parameters"` object, already read as one (the one-pass
     /// reader's way past [`EntryBuilder::set`], which takes the member's
     /// name as a `String`).
-    pub fn set_parameters(&mut self, map: Map<String, Value>) -> Result<(), DocError> {
+    pub fn set_parameters(&mut self, map: Params) -> Result<(), DocError> {
         duplicate(self.parameters.is_some(), "parameters")?;
         self.parameters = Some(map);
         Ok(())
@@ -145,7 +145,7 @@ impl EntryBuilder {
         let parameters = self.parameters.clone().unwrap_or_default();
         if ["binary_data_size", "shared_memory_region"]
             .iter()
-            .any(|k| parameters.contains_key(*k))
+            .any(|k| parameters.contains_key(k))
         {
             return None;
         }
@@ -264,7 +264,7 @@ impl Head<'_> {
     fn locate_data(
         &self,
         json: Option<(Bytes, u64)>,
-        parameters: &Map<String, Value>,
+        parameters: &Params,
     ) -> Result<EntryData, DocError> {
         let binary_size = self.binary_data_size(parameters)?;
         let shm = parameters.contains_key("shared_memory_region");
@@ -286,7 +286,7 @@ impl Head<'_> {
         Ok(EntryData::SharedMemory)
     }
 
-    fn binary_data_size(&self, parameters: &Map<String, Value>) -> Result<Option<u64>, DocError> {
+    fn binary_data_size(&self, parameters: &Params) -> Result<Option<u64>, DocError> {
         let Some(v) = parameters.get("binary_data_size") else {
             return Ok(None);
         };

@@ -167,8 +167,8 @@ impl Reader<'_, '_> {
                     // Every binary reply's outputs carry one: read without
                     // making its name a `String` to match and drop.
                     b"parameters" => {
-                        let map = self.c.object(MAX_VALUE_DEPTH)?;
-                        entry.set_parameters(map).ok()?;
+                        let params = self.c.params(MAX_VALUE_DEPTH)?;
+                        entry.set_parameters(params).ok()?;
                     }
                     b"name" | b"datatype" | b"shape" => return None,
                     _ => {

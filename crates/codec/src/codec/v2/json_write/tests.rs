@@ -222,7 +222,7 @@ fn every_half_value_is_its_widened_shortest_text() {
 
 /// The `"parameters"` member as tensor heads wrote it before
 /// `write_parameters`: the map copied, changed, and written by serde.
-fn parameters_by_copy(params: &Map<String, Value>, form: TensorForm) -> Vec<u8> {
+fn parameters_by_copy(params: &serde_json::Map<String, Value>, form: TensorForm) -> Vec<u8> {
     let mut params = params.clone();
     match form {
         TensorForm::Binary(size) => {
@@ -241,10 +241,12 @@ fn parameters_by_copy(params: &Map<String, Value>, form: TensorForm) -> Vec<u8> 
     out
 }
 
-fn check_parameters(params: &Map<String, Value>) {
+/// `write_parameters` of the map's members as [`Params`] against serde's
+/// map.
+fn check_parameters(params: &serde_json::Map<String, Value>) {
     for form in [TensorForm::Binary(64), TensorForm::Json, TensorForm::AsIs] {
         let mut out = Vec::new();
-        write_parameters(params, form, &mut out);
+        write_parameters(&Params::from(params.clone()), form, &mut out);
         assert_eq!(
             String::from_utf8(out).unwrap(),
             String::from_utf8(parameters_by_copy(params, form)).unwrap(),
@@ -276,7 +278,7 @@ proptest::proptest! {
     fn any_parameters_are_written_as_the_changed_copy_was(
         keys in proptest::collection::vec("[ab\"\\\\é\u{1}]{0,3}|binary_data_size", 0..6),
     ) {
-        let params: Map<String, Value> = keys
+        let params: serde_json::Map<String, Value> = keys
             .into_iter()
             .enumerate()
             .map(|(i, k)| (k, Value::from(i)))

@@ -6,6 +6,13 @@
 
 use serde_json::{Map, Value};
 
+use crate::codec::v2::model::Params;
+
+/// Most members of a tensor's `"parameters"` read here: each is checked
+/// against those before it for a duplicate name, and more are left to
+/// serde.
+const MAX_PARAMS: usize = 16;
+
 /// `b` in every byte of a word.
 const fn bytes(b: u8) -> u64 {
     u64::from_le_bytes([b; 8])
@@ -216,6 +223,26 @@ impl<'a> Cursor<'a> {
             }
         }
         Some(map)
+    }
+
+    /// A tensor's `"parameters"`: an object of plain values, of at most
+    /// [`MAX_PARAMS`] members; a name given twice is left to serde.
+    pub fn params(&mut self, depth: u32) -> Option<Params> {
+        let depth = depth.checked_sub(1)?;
+        let mut params = Params::new();
+        if self.open(b'{', b'}')? {
+            loop {
+                let key = Self::key_string(self.key()?)?;
+                let value = self.value(depth)?;
+                if params.len() == MAX_PARAMS || params.insert(key, value).is_some() {
+                    return None;
+                }
+                if !self.more(b'}')? {
+                    break;
+                }
+            }
+        }
+        Some(params)
     }
 
     fn literal(&mut self, text: &[u8], value: Value) -> Option<Value> {
