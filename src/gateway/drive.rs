@@ -116,7 +116,7 @@ impl Gateway {
         if let Some(after) = given {
             obs.set_deadline(Instant::now() + after);
         }
-        let (head, body) = req.into_parts();
+        let (mut head, body) = req.into_parts();
         let (version, whole) = (head.version, whole::wanted(&head));
         let clock = BodyClock::start(&head.headers, (&self.shared.config.server).into());
         let wire = Wire::new(body, clock.clone());
@@ -124,8 +124,17 @@ impl Gateway {
         // another: each move is one more copy of it per request.
         let served = {
             let serving = std::pin::pin!(async {
-                match self.place(&f, head, wire, &obs).await {
-                    Ok(call) => {
+                match self.place(&f, &mut head, wire, &obs).await {
+                    Ok((target, body)) => {
+                        // Built where it is handed over: the head is not
+                        // moved through the phases (each move a copy).
+                        let call = Call {
+                            head,
+                            body,
+                            obs: &obs,
+                            target,
+                            spool: &self.shared.spool,
+                        };
                         let serve = std::pin::pin!(f.serve(call));
                         let overdue = std::pin::pin!(clock.overdue());
                         let total = clock.timeouts().total;
@@ -171,25 +180,27 @@ impl Gateway {
     }
 
     /// Every phase before the frontend serves: the request bound, checked,
-    /// admitted, its body opened.
+    /// admitted, its body opened; what it is for and its body.
     async fn place<'a, F: Frontend>(
         &'a self,
         f: &F,
-        mut head: Parts,
+        head: &mut Parts,
         body: Wire,
         obs: &'a Observation,
-    ) -> Result<Call<'a>, Error> {
-        let (target, body) = match f.route(&self.shared.config, &head)? {
+    ) -> Result<(Target<'a>, Payload), Error> {
+        Ok(match f.route(&self.shared.config, head)? {
             Routing::Route { route, model } => {
                 self.bind_route(route, &model, obs);
                 let exchange = self.exchange(route, obs)?;
                 f.allowed(route)?;
                 let mut claim = None;
                 if f.guarded() {
-                    self.enter_client(&head, obs)?;
-                    claim = self
-                        .authorize_head(route, &head.headers, f.sigv4(), obs)
-                        .await?;
+                    self.enter_client(head, obs)?;
+                    if self.checks_callers(route) {
+                        claim = self
+                            .authorize_head(route, &head.headers, f.sigv4(), obs)
+                            .await?;
+                    }
                     if claim.is_none() {
                         self.admit(obs).await?;
                     }
@@ -197,11 +208,11 @@ impl Gateway {
                 let body = match claim {
                     // Verified before it takes a slot.
                     Some(claim) => {
-                        let body = self.read_signed(route, &claim, &head, body, obs).await?;
+                        let body = self.read_signed(route, &claim, head, body, obs).await?;
                         self.admit(obs).await?;
                         body
                     }
-                    None => self.open(&head, body, &route.name, f.body(route), obs)?,
+                    None => self.open(head, body, &route.name, f.body(route), obs)?,
                 };
                 if route.auth.is_some() {
                     strip_credentials(&mut head.headers);
@@ -209,7 +220,7 @@ impl Gateway {
                 (Target::Bound { exchange, model }, body)
             }
             Routing::Body { routes } => {
-                self.enter_client(&head, obs)?;
+                self.enter_client(head, obs)?;
                 let keyed = self.precheck(&routes, &head.headers)?;
                 self.admit(obs).await?;
                 // The largest body any of the routes it may be for takes
@@ -226,22 +237,15 @@ impl Gateway {
                     .max()
                     .unwrap_or(0);
                 let plan = BodyPlan::Read { limit };
-                let body = self.open(&head, body, f.kind().label(), plan, obs)?;
+                let body = self.open(head, body, f.kind().label(), plan, obs)?;
                 (Target::Deferred { services: self }, body)
             }
             Routing::Gateway { body_limit } => {
                 let plan = BodyPlan::Read { limit: body_limit };
-                let body = self.open(&head, body, f.kind().label(), plan, obs)?;
+                let body = self.open(head, body, f.kind().label(), plan, obs)?;
                 let health = self.health();
                 (Target::Gateway { health }, body)
             }
-        };
-        Ok(Call {
-            head,
-            body,
-            obs,
-            target,
-            spool: &self.shared.spool,
         })
     }
 

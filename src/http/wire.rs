@@ -216,9 +216,17 @@ impl http_body::Body for Wire {
         let Some(inner) = self.inner.as_mut() else {
             return Poll::Ready(None);
         };
-        let polled = ready!(Pin::new(inner).poll_frame(cx));
+        let polled = ready!(Pin::new(&mut *inner).poll_frame(cx));
         match &polled {
             Some(Ok(frame)) => {
+                // The frame that completes a body ends it, though its end
+                // is not polled: a reader that stops at the last byte it
+                // needs (a JSON document's close) leaves no body to wait
+                // for, no timer to arm for its deadline and no reply to
+                // bound by it.
+                if inner.is_end_stream() {
+                    self.clock.ended.store(true, Ordering::Release);
+                }
                 if let Some(data) = frame.data_ref() {
                     self.clock.took(data.len() as u64);
                 }
@@ -383,6 +391,67 @@ mod tests {
         clock.ended.store(true, Ordering::Release);
         let waited = tokio::time::timeout(Duration::from_secs(60), clock.overdue()).await;
         assert!(waited.is_err(), "an ended body is never overdue");
+    }
+
+    /// Serves one request sent as `raw` on a loopback connection: its body
+    /// as a [`Wire`], from which one frame is read. Returns whether the
+    /// clock then says the body ended.
+    async fn ended_after_one_frame(raw: &'static [u8]) -> bool {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let client = tokio::spawn(async move {
+            let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+            stream.write_all(raw).await.unwrap();
+            let mut reply = [0u8; 64];
+            let _ = stream.read(&mut reply).await;
+        });
+        let (stream, _) = listener.accept().await.unwrap();
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let tx = std::sync::Mutex::new(Some(tx));
+        let service = hyper::service::service_fn(move |req: http::Request<Incoming>| {
+            let clock = BodyClock::start(
+                req.headers(),
+                BodyTimeouts {
+                    idle: Duration::from_secs(5),
+                    total: Duration::from_secs(5),
+                },
+            );
+            let mut wire = Wire::new(req.into_body(), clock.clone());
+            let tx = tx.lock().unwrap().take();
+            async move {
+                let frame = wire.frame().await;
+                assert!(frame.is_some_and(|f| f.is_ok_and(|f| f.is_data())));
+                if let Some(tx) = tx {
+                    let _ = tx.send(clock.ended());
+                }
+                Ok::<_, std::convert::Infallible>(http::Response::new(
+                    http_body_util::Empty::<Bytes>::new(),
+                ))
+            }
+        });
+        let conn = hyper::server::conn::http1::Builder::new()
+            .serve_connection(hyper_util::rt::TokioIo::new(stream), service);
+        let served = tokio::time::timeout(Duration::from_secs(10), async {
+            let _ = conn.await;
+            rx.await.unwrap()
+        });
+        let ended = served.await.expect("the request is served within 10 s");
+        client.abort();
+        ended
+    }
+
+    #[tokio::test]
+    async fn the_frame_that_completes_a_body_ends_it() {
+        // The whole declared length in one frame: ended without its end
+        // being polled, so no deadline timer is armed for it.
+        let whole =
+            b"POST / HTTP/1.1\r\nhost: gw\r\ncontent-length: 5\r\nconnection: close\r\n\r\nhello";
+        assert!(ended_after_one_frame(whole).await);
+        // A chunked body is over only once its last chunk is read, though
+        // it all arrived at once.
+        let chunked = b"POST / HTTP/1.1\r\nhost: gw\r\ntransfer-encoding: chunked\r\nconnection: close\r\n\r\n5\r\nhello\r\n0\r\n\r\n";
+        assert!(!ended_after_one_frame(chunked).await);
     }
 
     #[test]
