@@ -200,6 +200,13 @@ impl Replica {
         }
     }
 
+    /// Whether a request that found no connection comes back in its error
+    /// ([`SendError::take_unsent`]): HTTP/1's client gives it back,
+    /// hyper-util's HTTP/2 one does not.
+    pub(super) fn hands_back_unsent(&self) -> bool {
+        matches!(self.transport, Transport::Http1 { .. })
+    }
+
     pub fn host(&self) -> &HeaderValue {
         &self.host
     }
