@@ -441,14 +441,18 @@ impl Lease {
 impl Drop for Lease {
     fn drop(&mut self) {
         self.replica.in_flight.fetch_sub(1, Ordering::Relaxed);
-        let took = self.started.elapsed();
+        // One clock reading for the duration and the window.
+        let now = Instant::now();
+        let took = now.saturating_duration_since(self.started);
         if let Some(s) = &self.replica.series {
             s.in_flight.dec();
             s.duration.observe(took.as_secs_f64());
         }
         // A lease that never took a slot sent nothing: not an exchange.
         if self.permit.is_some() {
-            self.replica.window.record(took, self.failed);
+            self.replica
+                .window
+                .record_ended(now.into_std(), took, self.failed);
         }
     }
 }
@@ -542,5 +546,27 @@ mod tests {
         assert_eq!(r.in_flight(), 1);
         drop(b);
         assert_eq!(r.in_flight(), 0);
+    }
+
+    /// A lease that held a slot is an exchange in the replica's window,
+    /// with the time from its start to its drop; one that never held a
+    /// slot is not.
+    #[tokio::test]
+    async fn a_lease_with_a_slot_is_recorded_in_the_window() {
+        let backend = Backend::new("b", "http://127.0.0.1:1".parse().unwrap());
+        let r = Arc::new(replica("http://127.0.0.1:1"));
+        drop(Lease::start(r.clone(), Instant::now()));
+        assert_eq!(r.window.summary().requests, 0);
+
+        let mut ok = Lease::start(r.clone(), Instant::now() - Duration::from_millis(300));
+        ok.hold(r.slot(&backend, Duration::ZERO).await.unwrap());
+        drop(ok);
+        let mut failed = Lease::start(r.clone(), Instant::now());
+        failed.hold(r.slot(&backend, Duration::ZERO).await.unwrap());
+        failed.fail();
+        drop(failed);
+        let s = r.window.summary();
+        assert_eq!((s.requests, s.errors), (2, 1));
+        assert!(s.p99.unwrap() >= Duration::from_millis(250), "{:?}", s.p99);
     }
 }

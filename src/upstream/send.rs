@@ -17,7 +17,7 @@ use super::retry;
 use super::verdict::ReplyVerdict;
 use super::{
     Lease, Outgoing, Replica, Stalled, Upstream, UpstreamBody, UpstreamError, Watch, location,
-    now_ms,
+    ms_at, now_ms,
 };
 use crate::codec::grpc::timeout;
 use crate::config::Protocol;
@@ -64,9 +64,9 @@ impl Upstream {
     ) -> Result<Response<UpstreamBody>, UpstreamError> {
         let obs = obs.as_ref();
         let backend = &*self.backend;
-        // One reading of each clock serves the first attempt: its deadline,
+        // One reading of the clock serves the first attempt: its deadline,
         // its lease's start, the budget and the choice of its replica.
-        let mut started = Instant::now();
+        let (mut started, mut now) = reading();
         let own = started + backend.request_timeout;
         // The client's deadline, when it comes first, ends the exchange
         // without counting against the replica.
@@ -77,13 +77,12 @@ impl Upstream {
         let mut end = out.body.take_end();
         let own_host = !crate::http::headers::lacks(&out.headers, &header::HOST);
         let tracked = out.model.as_deref().and_then(|m| self.inner.models.get(m));
-        let mut now = now_ms();
         self.inner.budget.request(now);
         let replicas = match self.inner.set.filled_snapshot() {
             Some(list) => list,
             None => {
                 let list = self.inner.set.ready_snapshot(backend.connect_timeout).await;
-                (started, now) = (Instant::now(), now_ms());
+                (started, now) = reading();
                 list
             }
         };
@@ -95,7 +94,7 @@ impl Upstream {
         let mut last: Option<UpstreamError> = None;
         loop {
             if tried.len() > 0 {
-                (started, now) = (Instant::now(), now_ms());
+                (started, now) = reading();
             }
             let i = match self.choose(&replicas, tracked.as_deref(), tried.as_slice(), &out, now) {
                 Ok(i) => i,
@@ -478,6 +477,13 @@ fn request(replica: &Replica, out: &mut Outgoing, copy: bool, own_host: bool) ->
         std::mem::take(&mut out.headers)
     };
     req
+}
+
+/// The time now, as an instant and in milliseconds on the health clock
+/// ([`now_ms`]): one reading for both.
+fn reading() -> (Instant, u64) {
+    let at = tokio::time::Instant::now();
+    (at.into_std(), ms_at(at))
 }
 
 /// The replicas a request went to, by index, in order: inline for the
