@@ -4,6 +4,8 @@
 //! metric series. A [`Lease`] is one request's hold on a replica, from the
 //! moment it is picked until its reply body ends.
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
@@ -139,22 +141,20 @@ impl Replica {
     /// Sends `req` to the replica (an absolute URI, or for HTTP/1 an
     /// origin-form one, see [`Replica::target`]), or to another port of
     /// its host (its metrics), on a connection of the calling thread's
-    /// pool; returns once the reply's head is in.
-    pub(super) async fn request(
-        &self,
-        req: Request<Body>,
-    ) -> Result<Response<ReplyBody>, SendError> {
+    /// pool; the future is done once the reply's head is in. Boxed here,
+    /// the client's own future with no layer around it: it is large, and
+    /// each layer would keep (and copy) the request again.
+    pub(super) fn request(&self, req: Request<Body>) -> Exchange<'_> {
         match &self.transport {
             Transport::Http1 { main, .. }
                 if req.uri().authority().is_none() || main.serves(req.uri()) =>
             {
-                main.send(req).await
+                Box::pin(main.send(req))
             }
-            // Boxed: the rare paths keep the common one's future small.
-            Transport::Http1 { main, other } => Box::pin(elsewhere(main, other, req)).await,
+            Transport::Http1 { main, other } => Box::pin(elsewhere(main, other, req)),
             Transport::Http2 { pools, settings } => {
-                let resp = self.http2(pools, settings).request(req).await?;
-                Ok(resp.map(ReplyBody::plain))
+                let sent = self.http2(pools, settings).request(req);
+                Box::pin(async move { Ok(sent.await?.map(ReplyBody::plain)) })
             }
         }
     }
@@ -301,6 +301,10 @@ impl Replica {
         }
     }
 }
+
+/// An exchange with a replica under way: its reply's head, or why none came.
+pub(super) type Exchange<'a> =
+    Pin<Box<dyn Future<Output = Result<Response<ReplyBody>, SendError>> + Send + 'a>>;
 
 /// How a replica's requests are sent.
 #[derive(Debug)]

@@ -223,9 +223,10 @@ impl Upstream {
         deadline: Instant,
         end: Option<tokio::sync::oneshot::Receiver<()>>,
     ) -> Attempt {
-        // Boxed: the exchange's future is large, and this one is moved
-        // into the timeouts below and with the request's future.
-        let exchange = Box::pin(replica.request(req));
+        // Boxed (by the replica): the exchange's future is large, and this
+        // one is moved into the timeouts below and with the request's
+        // future.
+        let exchange = replica.request(req);
         let (sent, early) = match end {
             None => (
                 tokio::time::timeout_at(deadline.into(), exchange).await,
