@@ -44,9 +44,14 @@ impl Conn for Sender {
 #[derive(Debug, thiserror::Error)]
 pub enum SendError {
     /// No connection could be made (refused, timed out, TLS failed):
-    /// nothing of the request was sent.
+    /// nothing of the request was sent. `unsent` is the request, handed
+    /// back when the client had it (ours does; hyper-util's does not).
     #[error("connecting to the backend failed")]
-    Connect(#[source] BoxError),
+    Connect {
+        #[source]
+        source: BoxError,
+        unsent: Option<Box<Request<Body>>>,
+    },
     /// The exchange failed on a connection: some of the request may have
     /// been sent.
     #[error("backend exchange failed")]
@@ -54,15 +59,32 @@ pub enum SendError {
 }
 
 impl SendError {
+    /// A failed connect, with no request to hand back.
+    fn connect(source: impl Into<BoxError>) -> SendError {
+        SendError::Connect {
+            source: source.into(),
+            unsent: None,
+        }
+    }
+
     pub fn is_connect(&self) -> bool {
-        matches!(self, SendError::Connect(_))
+        matches!(self, SendError::Connect { .. })
+    }
+
+    /// The request of a failed connect, none of which was sent: a caller
+    /// that may send it again need not have kept a copy of it.
+    pub fn take_unsent(&mut self) -> Option<Request<Body>> {
+        match self {
+            SendError::Connect { unsent, .. } => unsent.take().map(|r| *r),
+            SendError::Exchange(_) => None,
+        }
     }
 }
 
 impl From<hyper_util::client::legacy::Error> for SendError {
     fn from(e: hyper_util::client::legacy::Error) -> SendError {
         if e.is_connect() {
-            SendError::Connect(Box::new(e))
+            SendError::connect(e)
         } else {
             SendError::Exchange(Box::new(e))
         }
@@ -134,7 +156,8 @@ impl Http1 {
     /// Sends `req` (origin-form, or an absolute URI of this destination;
     /// the `Host` is the destination's when missing) on an idle connection
     /// of the calling thread, else on a new one; returns once the reply's
-    /// head is in.
+    /// head is in. A request that found no connection comes back in the
+    /// error ([`SendError::take_unsent`]).
     pub async fn send(&self, mut req: Request<Body>) -> Result<Response<ReplyBody>, SendError> {
         prepare(&mut req, &self.dest);
         let pool = self.pool();
@@ -144,7 +167,16 @@ impl Http1 {
             let mut tx = match pooled.take() {
                 Some(tx) => tx,
                 // Boxed: connecting is the rare path, and its future is large.
-                None => Box::pin(self.connect()).await?,
+                None => match Box::pin(self.connect()).await {
+                    Ok(tx) => tx,
+                    Err(SendError::Connect { source, .. }) => {
+                        return Err(SendError::Connect {
+                            source,
+                            unsent: Some(Box::new(req)),
+                        });
+                    }
+                    Err(e) => return Err(e),
+                },
             };
             match tx.try_send_request(req).await {
                 Ok(resp) => return Ok(reply(resp, tx, pool)),
@@ -165,7 +197,7 @@ impl Http1 {
             .clone()
             .oneshot(self.dest.clone())
             .await
-            .map_err(SendError::Connect)?;
+            .map_err(SendError::connect)?;
         let (tx, conn) = self
             .builder
             .handshake(io)

@@ -10,9 +10,12 @@ use http::{HeaderMap, Uri};
 /// to the same path on the gateway. Values pointing anywhere else are left
 /// alone; a value that cannot be parsed is dropped rather than passed on.
 pub fn localize(backend: &Uri, headers: &mut HeaderMap) {
-    for name in [header::LOCATION, header::CONTENT_LOCATION] {
-        // Most replies carry neither: known without a lookup.
-        if crate::http::headers::lacks(headers, &name) {
+    let found = present(headers);
+    for (name, here) in [header::LOCATION, header::CONTENT_LOCATION]
+        .into_iter()
+        .zip(found)
+    {
+        if !here {
             continue;
         }
         let Some(value) = headers.get(&name) else {
@@ -28,6 +31,29 @@ pub fn localize(backend: &Uri, headers: &mut HeaderMap) {
             }
         }
     }
+}
+
+/// Whether `Location` and `Content-Location` are there. Most replies carry
+/// neither, and have a few names: one pass over them tells, where a lookup
+/// of each hashes its name.
+fn present(headers: &HeaderMap) -> [bool; 2] {
+    /// Past this many names, the lookups are the cheaper.
+    const SCAN: usize = 8;
+    if headers.keys_len() > SCAN {
+        return [
+            headers.contains_key(header::LOCATION),
+            headers.contains_key(header::CONTENT_LOCATION),
+        ];
+    }
+    let mut found = [false; 2];
+    for name in headers.keys() {
+        if name == header::LOCATION {
+            found[0] = true;
+        } else if name == header::CONTENT_LOCATION {
+            found[1] = true;
+        }
+    }
+    found
 }
 
 #[derive(Debug, PartialEq)]
@@ -112,5 +138,33 @@ mod tests {
         check(p, "/triton", Some("/"));
         check(p, "/other/v2", None);
         check(p, "/tritonx", None);
+    }
+
+    /// Both names are rewritten, among a few other headers or many.
+    #[test]
+    fn both_names_are_found_among_few_headers_or_many() {
+        let backend: Uri = "http://10.0.0.7:8000".parse().unwrap();
+        for others in [0, 3, 12] {
+            let mut h = HeaderMap::new();
+            for i in 0..others {
+                let name = header::HeaderName::from_bytes(format!("x-{i}").as_bytes()).unwrap();
+                h.insert(name, HeaderValue::from_static("v"));
+            }
+            assert_eq!(present(&h), [false, false], "{others}");
+            h.insert(
+                header::CONTENT_LOCATION,
+                HeaderValue::from_static("http://10.0.0.7:8000/v2/a"),
+            );
+            assert_eq!(present(&h), [false, true], "{others}");
+            h.insert(
+                header::LOCATION,
+                HeaderValue::from_static("http://10.0.0.7:8000/v2/b"),
+            );
+            assert_eq!(present(&h), [true, true], "{others}");
+            localize(&backend, &mut h);
+            assert_eq!(h[header::CONTENT_LOCATION], "/v2/a", "{others}");
+            assert_eq!(h[header::LOCATION], "/v2/b", "{others}");
+            assert_eq!(h.len(), others + 2);
+        }
     }
 }

@@ -68,7 +68,7 @@ use crate::config::{Backend, Replicas};
 use crate::http::body::{Body, ChunksBody, empty};
 use crate::metrics::{Metrics, ReplicaFamilies};
 use budget::Budget;
-use health::now_ms;
+use health::{ms_at, now_ms};
 use models::Models;
 use set::ReplicaSet;
 

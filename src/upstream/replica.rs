@@ -4,6 +4,8 @@
 //! metric series. A [`Lease`] is one request's hold on a replica, from the
 //! moment it is picked until its reply body ends.
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
@@ -139,22 +141,20 @@ impl Replica {
     /// Sends `req` to the replica (an absolute URI, or for HTTP/1 an
     /// origin-form one, see [`Replica::target`]), or to another port of
     /// its host (its metrics), on a connection of the calling thread's
-    /// pool; returns once the reply's head is in.
-    pub(super) async fn request(
-        &self,
-        req: Request<Body>,
-    ) -> Result<Response<ReplyBody>, SendError> {
+    /// pool; the future is done once the reply's head is in. Boxed here,
+    /// the client's own future with no layer around it: it is large, and
+    /// each layer would keep (and copy) the request again.
+    pub(super) fn request(&self, req: Request<Body>) -> Exchange<'_> {
         match &self.transport {
             Transport::Http1 { main, .. }
                 if req.uri().authority().is_none() || main.serves(req.uri()) =>
             {
-                main.send(req).await
+                Box::pin(main.send(req))
             }
-            // Boxed: the rare paths keep the common one's future small.
-            Transport::Http1 { main, other } => Box::pin(elsewhere(main, other, req)).await,
+            Transport::Http1 { main, other } => Box::pin(elsewhere(main, other, req)),
             Transport::Http2 { pools, settings } => {
-                let resp = self.http2(pools, settings).request(req).await?;
-                Ok(resp.map(ReplyBody::plain))
+                let sent = self.http2(pools, settings).request(req);
+                Box::pin(async move { Ok(sent.await?.map(ReplyBody::plain)) })
             }
         }
     }
@@ -198,6 +198,13 @@ impl Replica {
                 other.sweep(now);
             }
         }
+    }
+
+    /// Whether a request that found no connection comes back in its error
+    /// ([`SendError::take_unsent`]): HTTP/1's client gives it back,
+    /// hyper-util's HTTP/2 one does not.
+    pub(super) fn hands_back_unsent(&self) -> bool {
+        matches!(self.transport, Transport::Http1 { .. })
     }
 
     pub fn host(&self) -> &HeaderValue {
@@ -294,6 +301,10 @@ impl Replica {
         }
     }
 }
+
+/// An exchange with a replica under way: its reply's head, or why none came.
+pub(super) type Exchange<'a> =
+    Pin<Box<dyn Future<Output = Result<Response<ReplyBody>, SendError>> + Send + 'a>>;
 
 /// How a replica's requests are sent.
 #[derive(Debug)]
@@ -434,14 +445,18 @@ impl Lease {
 impl Drop for Lease {
     fn drop(&mut self) {
         self.replica.in_flight.fetch_sub(1, Ordering::Relaxed);
-        let took = self.started.elapsed();
+        // One clock reading for the duration and the window.
+        let now = Instant::now();
+        let took = now.saturating_duration_since(self.started);
         if let Some(s) = &self.replica.series {
             s.in_flight.dec();
             s.duration.observe(took.as_secs_f64());
         }
         // A lease that never took a slot sent nothing: not an exchange.
         if self.permit.is_some() {
-            self.replica.window.record(took, self.failed);
+            self.replica
+                .window
+                .record_ended(now.into_std(), took, self.failed);
         }
     }
 }
@@ -535,5 +550,27 @@ mod tests {
         assert_eq!(r.in_flight(), 1);
         drop(b);
         assert_eq!(r.in_flight(), 0);
+    }
+
+    /// A lease that held a slot is an exchange in the replica's window,
+    /// with the time from its start to its drop; one that never held a
+    /// slot is not.
+    #[tokio::test]
+    async fn a_lease_with_a_slot_is_recorded_in_the_window() {
+        let backend = Backend::new("b", "http://127.0.0.1:1".parse().unwrap());
+        let r = Arc::new(replica("http://127.0.0.1:1"));
+        drop(Lease::start(r.clone(), Instant::now()));
+        assert_eq!(r.window.summary().requests, 0);
+
+        let mut ok = Lease::start(r.clone(), Instant::now() - Duration::from_millis(300));
+        ok.hold(r.slot(&backend, Duration::ZERO).await.unwrap());
+        drop(ok);
+        let mut failed = Lease::start(r.clone(), Instant::now());
+        failed.hold(r.slot(&backend, Duration::ZERO).await.unwrap());
+        failed.fail();
+        drop(failed);
+        let s = r.window.summary();
+        assert_eq!((s.requests, s.errors), (2, 1));
+        assert!(s.p99.unwrap() >= Duration::from_millis(250), "{:?}", s.p99);
     }
 }

@@ -17,7 +17,7 @@ use super::retry;
 use super::verdict::ReplyVerdict;
 use super::{
     Lease, Outgoing, Replica, Stalled, Upstream, UpstreamBody, UpstreamError, Watch, location,
-    now_ms,
+    ms_at, now_ms,
 };
 use crate::codec::grpc::timeout;
 use crate::config::Protocol;
@@ -40,8 +40,13 @@ enum Attempt {
     },
     /// No answer within the request's time.
     TimedOut,
-    /// The exchange failed; `early` as for an answer.
-    Failed { failure: Failure, early: bool },
+    /// The exchange failed; `early` as for an answer. `unsent`: the
+    /// request's headers, when none of it was sent and they came back.
+    Failed {
+        failure: Failure,
+        early: bool,
+        unsent: Option<HeaderMap>,
+    },
 }
 
 impl Upstream {
@@ -59,9 +64,9 @@ impl Upstream {
     ) -> Result<Response<UpstreamBody>, UpstreamError> {
         let obs = obs.as_ref();
         let backend = &*self.backend;
-        // One reading of each clock serves the first attempt: its deadline,
+        // One reading of the clock serves the first attempt: its deadline,
         // its lease's start, the budget and the choice of its replica.
-        let mut started = Instant::now();
+        let (mut started, mut now) = reading();
         let own = started + backend.request_timeout;
         // The client's deadline, when it comes first, ends the exchange
         // without counting against the replica.
@@ -72,13 +77,12 @@ impl Upstream {
         let mut end = out.body.take_end();
         let own_host = !crate::http::headers::lacks(&out.headers, &header::HOST);
         let tracked = out.model.as_deref().and_then(|m| self.inner.models.get(m));
-        let mut now = now_ms();
         self.inner.budget.request(now);
         let replicas = match self.inner.set.filled_snapshot() {
             Some(list) => list,
             None => {
                 let list = self.inner.set.ready_snapshot(backend.connect_timeout).await;
-                (started, now) = (Instant::now(), now_ms());
+                (started, now) = reading();
                 list
             }
         };
@@ -90,7 +94,7 @@ impl Upstream {
         let mut last: Option<UpstreamError> = None;
         loop {
             if tried.len() > 0 {
-                (started, now) = (Instant::now(), now_ms());
+                (started, now) = reading();
             }
             let i = match self.choose(&replicas, tracked.as_deref(), tried.as_slice(), &out, now) {
                 Ok(i) => i,
@@ -108,9 +112,26 @@ impl Upstream {
                 }
             }
             let span = AttemptSpan::start(obs, self.name(), replica, tried.len() - 1, &out);
-            let mut req = request(replica, &mut out, again, own_host);
+            // The headers are copied only for another attempt that could
+            // not get them back: one after an answer or a failed exchange
+            // (for a request safe to repeat), or after a connect failure
+            // of a client that keeps the request. The log without a
+            // client request reads its id from them.
+            let copy =
+                again && (retry::repeatable(&out) || !replica.hands_back_unsent() || obs.is_none());
+            let mut req = request(replica, &mut out, copy, own_host);
             span.inject(obs, req.headers_mut());
-            let attempt = self.attempt(replica, req, deadline, end.take()).await;
+            let mut attempt = self.attempt(replica, req, deadline, end.take()).await;
+            let back = match &mut attempt {
+                Attempt::Failed { unsent, .. } => unsent.take(),
+                _ => None,
+            };
+            // Without its headers (sent, not handed back), the request
+            // cannot go again.
+            let again = again && (copy || back.is_some());
+            if let Some(headers) = back {
+                out.headers = headers;
+            }
             span.end(&attempt);
             match &attempt {
                 Attempt::Answer { resp, .. } if !resp.status().is_server_error() => {}
@@ -150,7 +171,7 @@ impl Upstream {
                     let judge = !status.is_server_error();
                     return Ok(self.reply(resp, lease, obs, judge));
                 }
-                Attempt::Failed { failure, early } => (failure, early),
+                Attempt::Failed { failure, early, .. } => (failure, early),
             };
             let kind = match failure {
                 Failure::Body(e) => return Err(e.into()),
@@ -202,9 +223,10 @@ impl Upstream {
         deadline: Instant,
         end: Option<tokio::sync::oneshot::Receiver<()>>,
     ) -> Attempt {
-        // Boxed: the exchange's future is large, and this one is moved
-        // into the timeouts below and with the request's future.
-        let exchange = Box::pin(replica.request(req));
+        // Boxed (by the replica): the exchange's future is large, and this
+        // one is moved into the timeouts below and with the request's
+        // future.
+        let exchange = replica.request(req);
         let (sent, early) = match end {
             None => (
                 tokio::time::timeout_at(deadline.into(), exchange).await,
@@ -215,9 +237,10 @@ impl Upstream {
         match sent {
             Err(_) => Attempt::TimedOut,
             Ok(Ok(resp)) => Attempt::Answer { resp, early },
-            Ok(Err(e)) => Attempt::Failed {
+            Ok(Err(mut e)) => Attempt::Failed {
                 failure: classify(&e),
                 early,
+                unsent: e.take_unsent().map(|r| r.into_parts().0.headers),
             },
         }
     }
@@ -420,8 +443,6 @@ impl Upstream {
     }
 }
 
-/// The request for one attempt on `replica`. The headers are copied when
-/// another attempt may follow, else moved.
 /// `exchange`, given `limit` from when `end` fires (or its sender goes) to
 /// answer; and whether it answered before that. The end is looked at
 /// first: an answer that was there when the body ended is the request's.
@@ -439,7 +460,9 @@ async fn answer_after<F: std::future::Future>(
     (tokio::time::timeout(limit, exchange).await, false)
 }
 
-fn request(replica: &Replica, out: &mut Outgoing, again: bool, own_host: bool) -> Request<Body> {
+/// The request for one attempt on `replica`. The headers are copied with
+/// `copy`, else moved.
+fn request(replica: &Replica, out: &mut Outgoing, copy: bool, own_host: bool) -> Request<Body> {
     let mut req = Request::new(out.body.take());
     *req.method_mut() = out.method.clone();
     *req.uri_mut() = replica.target(&out.path);
@@ -449,12 +472,19 @@ fn request(replica: &Replica, out: &mut Outgoing, again: bool, own_host: bool) -
     if !own_host {
         out.headers.insert(header::HOST, replica.host().clone());
     }
-    *req.headers_mut() = if again {
+    *req.headers_mut() = if copy {
         out.headers.clone()
     } else {
         std::mem::take(&mut out.headers)
     };
     req
+}
+
+/// The time now, as an instant and in milliseconds on the health clock
+/// ([`now_ms`]): one reading for both.
+fn reading() -> (Instant, u64) {
+    let at = tokio::time::Instant::now();
+    (at.into_std(), ms_at(at))
 }
 
 /// The replicas a request went to, by index, in order: inline for the

@@ -7,7 +7,7 @@ use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use http::{Response, StatusCode};
+use http::{HeaderValue, Response, StatusCode};
 use hyper::service::service_fn;
 use hyper_util::rt::TokioIo;
 use tokio::net::TcpListener;
@@ -96,6 +96,56 @@ async fn a_refused_connection_goes_to_another_replica() {
         assert_eq!(resp.status(), 200);
     }
     assert_eq!(up.count.load(Ordering::SeqCst), 20);
+}
+
+/// A client request as the upstream sees it: an id, nothing else.
+#[derive(Debug)]
+struct Client;
+
+impl Watch for Client {
+    fn request_id(&self) -> &str {
+        "r-1"
+    }
+
+    fn stalled(&self, _: &UpstreamError) {}
+}
+
+/// An infer (not safe to repeat, so its headers are not copied) that
+/// found no connection is sent to the next replica with the headers it
+/// came with, handed back by the connection attempt that failed.
+#[tokio::test]
+async fn a_refused_infer_goes_to_another_replica_with_its_headers() {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let marked = Arc::new(AtomicUsize::new(0));
+    let seen = marked.clone();
+    let server = tokio::spawn(async move {
+        while let Ok((stream, _)) = listener.accept().await {
+            let seen = seen.clone();
+            tokio::spawn(async move {
+                let svc = service_fn(move |req: http::Request<hyper::body::Incoming>| {
+                    if req.headers().get("x-probe").is_some_and(|v| v == "kept") {
+                        seen.fetch_add(1, Ordering::SeqCst);
+                    }
+                    async move { Ok::<_, Infallible>(Response::new(full(Bytes::new()))) }
+                });
+                let _ = hyper::server::conn::http1::Builder::new()
+                    .serve_connection(TokioIo::new(stream), svc)
+                    .await;
+            });
+        }
+    });
+    let u = Upstream::new(Arc::new(backend(&[closed_port(), addr])));
+    let watch: Arc<dyn Watch> = Arc::new(Client);
+    for _ in 0..20 {
+        let mut out = infer("m");
+        out.headers
+            .insert("x-probe", HeaderValue::from_static("kept"));
+        let resp = u.send(out, Some(watch.clone())).await.unwrap();
+        assert_eq!(resp.status(), 200);
+    }
+    server.abort();
+    assert_eq!(marked.load(Ordering::SeqCst), 20);
 }
 
 #[tokio::test]
