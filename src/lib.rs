@@ -8,6 +8,10 @@
 //! the wire formats and never does I/O; [`gateway`] is the HTTP layer with
 //! the inference core every [`frontend`] (one per client protocol) shares.
 
+// The workspace denies `unsafe`; the library forbids it outright (the one
+// exception is the binary's allocator, in src/main.rs).
+#![forbid(unsafe_code)]
+
 pub use tensorgate_codec::{codec, rules, tensor};
 
 pub mod auth;

@@ -8,6 +8,10 @@
 //! rather than an error. The gateway crate re-exports these modules at its
 //! root (`tensorgate::codec`, `tensorgate::tensor`, `tensorgate::rules`).
 
+// The workspace denies `unsafe`; this crate forbids it outright (the one
+// exception is the binary's allocator, in src/main.rs).
+#![forbid(unsafe_code)]
+
 pub mod codec;
 pub mod rules;
 pub mod tensor;
