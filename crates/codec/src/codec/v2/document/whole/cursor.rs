@@ -208,33 +208,30 @@ impl<'a> Cursor<'a> {
 
     /// An object of plain values; a name given twice is left to serde.
     pub fn object(&mut self, depth: u32) -> Option<Map<String, Value>> {
-        let depth = depth.checked_sub(1)?;
         let mut map = Map::new();
-        if self.open(b'{', b'}')? {
-            loop {
-                let key = Self::key_string(self.key()?)?;
-                let value = self.value(depth)?;
-                if map.insert(key, value).is_some() {
-                    return None;
-                }
-                if !self.more(b'}')? {
-                    break;
-                }
-            }
-        }
+        self.members(depth, |key, value| map.insert(key, value).is_none())?;
         Some(map)
     }
 
     /// A tensor's `"parameters"`: an object of plain values, of at most
     /// [`MAX_PARAMS`] members; a name given twice is left to serde.
     pub fn params(&mut self, depth: u32) -> Option<Params> {
-        let depth = depth.checked_sub(1)?;
         let mut params = Params::new();
+        self.members(depth, |key, value| {
+            params.len() < MAX_PARAMS && params.insert(key, value).is_none()
+        })?;
+        Some(params)
+    }
+
+    /// The members of an object of plain values, each handed to `put`;
+    /// `None` when one is not read or `put` refuses it.
+    fn members(&mut self, depth: u32, mut put: impl FnMut(String, Value) -> bool) -> Option<()> {
+        let depth = depth.checked_sub(1)?;
         if self.open(b'{', b'}')? {
             loop {
                 let key = Self::key_string(self.key()?)?;
                 let value = self.value(depth)?;
-                if params.len() == MAX_PARAMS || params.insert(key, value).is_some() {
+                if !put(key, value) {
                     return None;
                 }
                 if !self.more(b'}')? {
@@ -242,7 +239,7 @@ impl<'a> Cursor<'a> {
                 }
             }
         }
-        Some(params)
+        Some(())
     }
 
     fn literal(&mut self, text: &[u8], value: Value) -> Option<Value> {
