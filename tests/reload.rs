@@ -439,6 +439,20 @@ impl Process {
     fn log(&self) -> String {
         self.log.lock().unwrap().join("\n")
     }
+
+    /// Waits for `needle` in the log: it comes through a pipe and a reader
+    /// thread, so it may trail the metrics the test waited on.
+    fn wait_log(&self, needle: &str) {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !self.log().contains(needle) {
+            assert!(
+                Instant::now() < deadline,
+                "the log never said {needle:?}:\n{}",
+                self.log()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
 }
 
 fn free_port() -> u16 {
@@ -538,11 +552,7 @@ async fn sighup_reloads_the_binary_and_refuses_a_new_listen_address() {
     assert_eq!(probe(data, 8).await, 200);
     assert_eq!(metric(admin, success).await, Some(2.0));
     assert_eq!(metric(admin, "tensorgate_config_hash").await, Some(hash));
-    let log = p.log();
-    assert!(log.contains("SIGHUP received"), "{log}");
-    assert!(log.contains("key=server.listen"), "{log}");
-    assert!(
-        log.contains("configuration reload failed; the running configuration is kept"),
-        "{log}"
-    );
+    p.wait_log("SIGHUP received");
+    p.wait_log("key=server.listen");
+    p.wait_log("configuration reload failed; the running configuration is kept");
 }

@@ -120,12 +120,9 @@ impl Reloader {
             },
         });
         match result {
+            // Logged before counted: whoever sees the counter move finds
+            // the reason already in the log.
             Ok(r) => {
-                self.metrics
-                    .config_reloads
-                    .with_label_values(&["success"])
-                    .inc();
-                self.metrics.config_hash.set(r.hash as f64);
                 tracing::info!(
                     cause,
                     hash = r.hash,
@@ -135,12 +132,13 @@ impl Reloader {
                     swap_us = micros(r.swap),
                     "configuration reloaded"
                 );
-            }
-            Err(errors) => {
+                self.metrics.config_hash.set(r.hash as f64);
                 self.metrics
                     .config_reloads
-                    .with_label_values(&["failure"])
+                    .with_label_values(&["success"])
                     .inc();
+            }
+            Err(errors) => {
                 for e in &errors.0 {
                     tracing::error!(cause, key = %e.key, "configuration reload: {}", e.message);
                 }
@@ -149,6 +147,10 @@ impl Reloader {
                     problems = errors.0.len(),
                     "configuration reload failed; the running configuration is kept"
                 );
+                self.metrics
+                    .config_reloads
+                    .with_label_values(&["failure"])
+                    .inc();
             }
         }
     }

@@ -82,6 +82,18 @@ async fn wait_reloads(admin: std::net::SocketAddr, result: &str, want: f64, p: &
     }
 }
 
+fn wait_log(p: &Process, needle: &str) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !p.log().contains(needle) {
+        assert!(
+            Instant::now() < deadline,
+            "the log never said {needle:?}:\n{}",
+            p.log()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_watched_file_replaced_by_a_fifo_neither_stops_reloads_nor_shutdown() {
     let dir = std::env::temp_dir().join(format!("tg-fifo-reload-{}", std::process::id()));
@@ -147,11 +159,9 @@ keys_file = "keys"
     // The key file becomes a FIFO: the watcher's reload is refused.
     fifo_over(&keys);
     wait_reloads(admin, "failure", 1.0, &p).await;
-    assert!(
-        p.log().contains("a FIFO, not a regular file"),
-        "{}",
-        p.log()
-    );
+    // The log reaches us through a pipe and a reader thread, so it may
+    // trail the counter: wait for the line rather than read it once.
+    wait_log(&p, "a FIFO, not a regular file");
     // SIGHUP still reloads (and is refused again).
     p.signal("-HUP");
     wait_reloads(admin, "failure", 2.0, &p).await;
