@@ -149,6 +149,11 @@ impl ChunkSplitter {
         }
     }
 
+    /// How many binary tensors it splits a body into.
+    pub fn tensors(&self) -> usize {
+        self.sizes.len()
+    }
+
     /// Total bytes still expected; `None` when the declared sizes add up to
     /// more than `u64::MAX` (no body can hold them).
     pub fn remaining_total(&self) -> Option<u64> {
