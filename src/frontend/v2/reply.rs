@@ -210,18 +210,24 @@ async fn assemble(
     coding: Coding,
 ) -> Result<Response<Body>, Error> {
     let size: u64 = reply.data.iter().map(TensorData::len).sum();
-    let route = exchange.route.name.clone();
     let written = if size >= OFF_THREAD_BYTES {
+        let route = exchange.route.name.clone();
         off_thread(move || write_reply(&route, &reply, &wants, coding)).await?
     } else {
-        write_reply(&route, &reply, &wants, coding)?
+        write_reply(&exchange.route.name, &reply, &wants, coding)?
     };
     exchange.obs.translation(Direction::Response, written.took);
 
     strip_hop_by_hop(&mut parts.headers);
     // Each body header the backend sent is replaced in place or removed:
-    // removing all of them first cost a hash lookup more per header.
+    // removing all of them first cost a hash lookup more per header. A
+    // reply of nothing but body headers (Triton's, the demo's) is emptied
+    // whole instead: its `Inference-Header-Content-Length` then needs no
+    // removal, which hashed the name byte by byte.
     let headers = &mut parts.headers;
+    if only_body_headers(headers) {
+        headers.clear();
+    }
     let header_len = written.header_len;
     let mut ihcl = None;
     let content_type = if !written.any_binary {
@@ -251,6 +257,17 @@ async fn assemble(
         set_encoding(headers, coding);
     }
     Ok(Response::from_parts(parts, body.boxed()))
+}
+
+/// Whether every header is one [`assemble`] sets or removes.
+fn only_body_headers(headers: &HeaderMap) -> bool {
+    const BODY: [HeaderName; 4] = [
+        header::CONTENT_TYPE,
+        header::CONTENT_LENGTH,
+        header::CONTENT_ENCODING,
+        IHCL,
+    ];
+    headers.keys().all(|k| BODY.contains(k))
 }
 
 /// Removes `name`, without a hash lookup when the headers are few and lack
@@ -354,4 +371,30 @@ fn write_json_tensor(
     vw.finish().map_err(not_json)?;
     w.tensor_close(out);
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use http::HeaderMap;
+    use http::header::HeaderValue;
+
+    use super::only_body_headers;
+
+    /// Triton's reply headers are all body headers: emptied whole; any
+    /// other header keeps the map (and the per-header replacement).
+    #[test]
+    fn body_headers_only() {
+        let mut h = HeaderMap::new();
+        for name in [
+            "content-type",
+            "inference-header-content-length",
+            "content-length",
+        ] {
+            h.insert(name, HeaderValue::from_static("1"));
+        }
+        assert!(only_body_headers(&h));
+        h.insert("date", HeaderValue::from_static("today"));
+        assert!(!only_body_headers(&h));
+        assert!(only_body_headers(&HeaderMap::new()));
+    }
 }
