@@ -111,7 +111,17 @@ pub async fn render(
         return Ok(stream_json(exchange, head, wanted.coding));
     }
     let (parts, reply) = head.collect(exchange).await?;
-    assemble(exchange, parts, reply, wants, label, wanted.coding).await
+    // Written here rather than in an async helper: moving that helper's
+    // future (the reply and its head in it) into this one cost a copy.
+    let size: u64 = reply.data.iter().map(TensorData::len).sum();
+    let coding = wanted.coding;
+    let written = if size >= OFF_THREAD_BYTES {
+        let route = exchange.route.name.clone();
+        off_thread(move || write_reply(&route, &reply, &wants, coding)).await?
+    } else {
+        write_reply(&exchange.route.name, &reply, &wants, coding)?
+    };
+    Ok(assemble(exchange, parts, written, label, coding))
 }
 
 /// An all-JSON reply whose binary outputs add up to at most this many bytes
@@ -198,24 +208,16 @@ fn stream_json(exchange: Exchange<'_>, head: ReplyHead, coding: Coding) -> Respo
     compressed(parts, body, coding)
 }
 
-/// Writes a collected reply whole: JSON outputs inline, binary outputs after
-/// the header. A large reply is written (and compressed) on a blocking
-/// thread.
-async fn assemble(
+/// The response of a collected reply written whole (JSON outputs inline,
+/// binary outputs after the header; a large reply written and compressed
+/// on a blocking thread): its headers set for the body.
+fn assemble(
     exchange: Exchange<'_>,
     mut parts: http::response::Parts,
-    reply: InferReply,
-    wants: Vec<bool>,
+    written: Written,
     label: BinaryLabel,
     coding: Coding,
-) -> Result<Response<Body>, Error> {
-    let size: u64 = reply.data.iter().map(TensorData::len).sum();
-    let written = if size >= OFF_THREAD_BYTES {
-        let route = exchange.route.name.clone();
-        off_thread(move || write_reply(&route, &reply, &wants, coding)).await?
-    } else {
-        write_reply(&exchange.route.name, &reply, &wants, coding)?
-    };
+) -> Response<Body> {
     exchange.obs.translation(Direction::Response, written.took);
 
     strip_hop_by_hop(&mut parts.headers);
@@ -256,7 +258,7 @@ async fn assemble(
     } else {
         set_encoding(headers, coding);
     }
-    Ok(Response::from_parts(parts, body.boxed()))
+    Response::from_parts(parts, body.boxed())
 }
 
 /// Whether every header is one [`assemble`] sets or removes.

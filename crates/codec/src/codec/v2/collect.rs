@@ -24,8 +24,6 @@ pub struct ShortData {
 #[derive(Debug)]
 pub struct BinaryCollector {
     splitter: ChunkSplitter,
-    /// Each tensor's `binary_data_size` (0 when not binary).
-    sizes: Vec<u64>,
     /// Per tensor of the document, in order (empty for non-binary tensors).
     data: Vec<Vec<Bytes>>,
     scratch: Vec<Piece>,
@@ -34,32 +32,21 @@ pub struct BinaryCollector {
 impl BinaryCollector {
     /// Expects the `binary_data_size` of every binary tensor of `doc`.
     pub fn new(doc: &Document) -> Self {
-        let sizes: Vec<u64> = doc
-            .tensors
-            .iter()
-            .map(|t| match t.data {
-                EntryData::Binary { size } => size,
-                _ => 0,
-            })
-            .collect();
         // Room for one piece per binary tensor, and for the pieces of one
         // frame: what a reply that arrives in one frame needs. Growing them
         // from nothing cost a reallocation per tensor.
-        let data = sizes
+        let data = doc
+            .tensors
             .iter()
-            .map(|&size| {
-                if size > 0 {
-                    Vec::with_capacity(1)
-                } else {
-                    Vec::new()
-                }
+            .map(|t| match t.data {
+                EntryData::Binary { size } if size > 0 => Vec::with_capacity(1),
+                _ => Vec::new(),
             })
             .collect();
         let splitter = ChunkSplitter::new(doc.binary_sizes().collect());
         BinaryCollector {
             scratch: Vec::with_capacity(splitter.tensors()),
             splitter,
-            sizes,
             data,
         }
     }
@@ -94,7 +81,7 @@ impl BinaryCollector {
                 let got: u64 = self.data[tensor].iter().map(|b| b.len() as u64).sum();
                 Err(ShortData {
                     tensor,
-                    missing: self.sizes[tensor].saturating_sub(got),
+                    missing: self.splitter.size_of(tensor).saturating_sub(got),
                     missing_total,
                 })
             }

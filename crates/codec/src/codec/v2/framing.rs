@@ -159,6 +159,12 @@ impl ChunkSplitter {
         self.sizes.len()
     }
 
+    /// The declared size of the document's tensor `tensor` (0 when it is
+    /// not binary).
+    pub fn size_of(&self, tensor: usize) -> u64 {
+        self.sizes.iter().find(|s| s.0 == tensor).map_or(0, |s| s.1)
+    }
+
     /// Total bytes still expected; `None` when the declared sizes add up to
     /// more than `u64::MAX` (no body can hold them).
     pub fn remaining_total(&self) -> Option<u64> {
