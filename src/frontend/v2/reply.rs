@@ -111,7 +111,17 @@ pub async fn render(
         return Ok(stream_json(exchange, head, wanted.coding));
     }
     let (parts, reply) = head.collect(exchange).await?;
-    assemble(exchange, parts, reply, wants, label, wanted.coding).await
+    // Written here rather than in an async helper: moving that helper's
+    // future (the reply and its head in it) into this one cost a copy.
+    let size: u64 = reply.data.iter().map(TensorData::len).sum();
+    let coding = wanted.coding;
+    let written = if size >= OFF_THREAD_BYTES {
+        let route = exchange.route.name.clone();
+        off_thread(move || write_reply(&route, &reply, &wants, coding)).await?
+    } else {
+        write_reply(&exchange.route.name, &reply, &wants, coding)?
+    };
+    Ok(assemble(exchange, parts, written, label, coding))
 }
 
 /// An all-JSON reply whose binary outputs add up to at most this many bytes
@@ -198,30 +208,28 @@ fn stream_json(exchange: Exchange<'_>, head: ReplyHead, coding: Coding) -> Respo
     compressed(parts, body, coding)
 }
 
-/// Writes a collected reply whole: JSON outputs inline, binary outputs after
-/// the header. A large reply is written (and compressed) on a blocking
-/// thread.
-async fn assemble(
+/// The response of a collected reply written whole (JSON outputs inline,
+/// binary outputs after the header; a large reply written and compressed
+/// on a blocking thread): its headers set for the body.
+fn assemble(
     exchange: Exchange<'_>,
     mut parts: http::response::Parts,
-    reply: InferReply,
-    wants: Vec<bool>,
+    written: Written,
     label: BinaryLabel,
     coding: Coding,
-) -> Result<Response<Body>, Error> {
-    let size: u64 = reply.data.iter().map(TensorData::len).sum();
-    let route = exchange.route.name.clone();
-    let written = if size >= OFF_THREAD_BYTES {
-        off_thread(move || write_reply(&route, &reply, &wants, coding)).await?
-    } else {
-        write_reply(&route, &reply, &wants, coding)?
-    };
+) -> Response<Body> {
     exchange.obs.translation(Direction::Response, written.took);
 
     strip_hop_by_hop(&mut parts.headers);
     // Each body header the backend sent is replaced in place or removed:
-    // removing all of them first cost a hash lookup more per header.
+    // removing all of them first cost a hash lookup more per header. A
+    // reply of nothing but body headers (Triton's, the demo's) is emptied
+    // whole instead: its `Inference-Header-Content-Length` then needs no
+    // removal, which hashed the name byte by byte.
     let headers = &mut parts.headers;
+    if only_body_headers(headers) {
+        headers.clear();
+    }
     let header_len = written.header_len;
     let mut ihcl = None;
     let content_type = if !written.any_binary {
@@ -250,7 +258,18 @@ async fn assemble(
     } else {
         set_encoding(headers, coding);
     }
-    Ok(Response::from_parts(parts, body.boxed()))
+    Response::from_parts(parts, body.boxed())
+}
+
+/// Whether every header is one [`assemble`] sets or removes.
+fn only_body_headers(headers: &HeaderMap) -> bool {
+    const BODY: [HeaderName; 4] = [
+        header::CONTENT_TYPE,
+        header::CONTENT_LENGTH,
+        header::CONTENT_ENCODING,
+        IHCL,
+    ];
+    headers.keys().all(|k| BODY.contains(k))
 }
 
 /// Removes `name`, without a hash lookup when the headers are few and lack
@@ -354,4 +373,30 @@ fn write_json_tensor(
     vw.finish().map_err(not_json)?;
     w.tensor_close(out);
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use http::HeaderMap;
+    use http::header::HeaderValue;
+
+    use super::only_body_headers;
+
+    /// Triton's reply headers are all body headers: emptied whole; any
+    /// other header keeps the map (and the per-header replacement).
+    #[test]
+    fn body_headers_only() {
+        let mut h = HeaderMap::new();
+        for name in [
+            "content-type",
+            "inference-header-content-length",
+            "content-length",
+        ] {
+            h.insert(name, HeaderValue::from_static("1"));
+        }
+        assert!(only_body_headers(&h));
+        h.insert("date", HeaderValue::from_static("today"));
+        assert!(!only_body_headers(&h));
+        assert!(only_body_headers(&HeaderMap::new()));
+    }
 }

@@ -27,6 +27,7 @@ use crate::config::Protocol;
 use crate::config::WireFormat;
 use crate::cpu::{OFF_THREAD_BYTES, off_thread};
 use crate::http::body::{BoxError, ChunksBody};
+use crate::http::headers::lacks;
 use crate::observe::Direction;
 use crate::observe::Metered;
 use crate::upstream::{OutBody, Outgoing, UpstreamBody, UpstreamError};
@@ -289,8 +290,11 @@ fn outgoing(
     if exchange.upstream.backend.protocol() == Protocol::Grpc {
         headers.insert(header::TE, HeaderValue::from_static("trailers"));
     }
-    // The gateway reads the reply itself: ask for it uncompressed.
-    headers.remove(header::ACCEPT_ENCODING);
+    // The gateway reads the reply itself: ask for it uncompressed. The V2
+    // frontend forwards none: known without a hash lookup.
+    if !lacks(&headers, &header::ACCEPT_ENCODING) {
+        headers.remove(header::ACCEPT_ENCODING);
+    }
     headers.insert(
         header::CONTENT_TYPE,
         HeaderValue::from_static(head.content_type),

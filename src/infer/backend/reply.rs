@@ -246,16 +246,18 @@ impl BackendReply {
     }
 
     /// Reads and parses the JSON header (a JSON reply is read whole) and
-    /// checks every output's head against the route's output rules.
-    pub async fn head(self, exchange: Exchange<'_>) -> Result<ReplyHead, InferError> {
-        let BackendReply {
-            parts,
-            framing,
-            mut body,
-        } = self;
-        let read = read_document(exchange, &parts, framing, &mut body).await;
-        let (doc, raw, after) = read.map_err(|e| body.judged(e))?;
+    /// checks every output's head against the route's output rules. The
+    /// reply is read where it is boxed: moving it out of its box into this
+    /// future first cost a copy of it.
+    pub async fn head(
+        mut self: Box<Self>,
+        exchange: Exchange<'_>,
+    ) -> Result<ReplyHead, InferError> {
+        let this = &mut *self;
+        let read = read_document(exchange, &this.parts, this.framing, &mut this.body).await;
+        let (doc, raw, after) = read.map_err(|e| this.body.judged(e))?;
         check_outputs(exchange, &doc)?;
+        let BackendReply { parts, body, .. } = *self;
         Ok(ReplyHead {
             parts,
             doc,

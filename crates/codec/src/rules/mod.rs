@@ -259,26 +259,44 @@ impl RouteRules {
 
     /// Checks the set of tensor names: no duplicates, every required one
     /// present.
-    pub fn check_names<'a>(
-        &self,
-        side: Side,
-        names: impl IntoIterator<Item = &'a str>,
-    ) -> Result<(), Violation> {
+    pub fn check_names<'a, I>(&self, side: Side, names: I) -> Result<(), Violation>
+    where
+        I: IntoIterator<Item = &'a str>,
+        I::IntoIter: Clone,
+    {
+        /// Most names compared pairwise: a set of a request's few names
+        /// cost an allocation per request and more than the comparisons.
+        const PAIRWISE: usize = 16;
+        let names = names.into_iter();
+        let duplicate = |name: &str| Violation::Duplicate {
+            side,
+            name: name.to_owned(),
+        };
+        if names.size_hint().1.is_some_and(|n| n <= PAIRWISE) {
+            for (i, name) in names.clone().enumerate() {
+                if names.clone().take(i).any(|n| n == name) {
+                    return Err(duplicate(name));
+                }
+            }
+            return self.check_required(side, |r| names.clone().any(|n| n == r));
+        }
         let mut seen = std::collections::BTreeSet::new();
         for name in names {
             if !seen.insert(name) {
-                return Err(Violation::Duplicate {
-                    side,
-                    name: name.to_owned(),
-                });
+                return Err(duplicate(name));
             }
         }
+        self.check_required(side, |r| seen.contains(r))
+    }
+
+    /// Every required tensor of `side` is among those `present` says are.
+    fn check_required(&self, side: Side, present: impl Fn(&str) -> bool) -> Result<(), Violation> {
         let rules = match side {
             Side::Input => &self.inputs,
             Side::Output => &self.outputs,
         };
         for (name, rule) in rules {
-            if rule.required && !seen.contains(name.as_str()) {
+            if rule.required && !present(name) {
                 return Err(Violation::Missing {
                     side,
                     name: name.clone(),
@@ -411,6 +429,40 @@ mod tests {
                 .to_string(),
             r#"input "INPUT0" appears more than once"#
         );
+    }
+
+    /// Few names are compared pairwise, many go through a set: the same
+    /// answers either way, the first repeated name reported.
+    #[test]
+    fn names_few_and_many() {
+        let r = rules();
+        for count in [2, 16, 17, 40] {
+            let mut names: Vec<String> = (2..count).map(|i| format!("T{i}")).collect();
+            names.insert(0, "INPUT0".to_owned());
+            names.insert(1, "OPT".to_owned());
+            let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+            assert_eq!(r.check_names(Side::Input, refs.iter().copied()), Ok(()));
+            let mut twice = refs.clone();
+            twice.push("T9");
+            twice.push("OPT");
+            let want = if count > 9 { "T9" } else { "OPT" };
+            assert_eq!(
+                r.check_names(Side::Input, twice.iter().copied()),
+                Err(Violation::Duplicate {
+                    side: Side::Input,
+                    name: want.to_owned(),
+                }),
+                "{count} names"
+            );
+            let without: Vec<&str> = refs.iter().copied().filter(|&n| n != "INPUT0").collect();
+            assert_eq!(
+                r.check_names(Side::Input, without.iter().copied())
+                    .unwrap_err()
+                    .to_string(),
+                r#"input "INPUT0" is required but missing"#,
+                "{count} names"
+            );
+        }
     }
 
     #[test]

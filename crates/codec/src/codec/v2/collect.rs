@@ -24,8 +24,6 @@ pub struct ShortData {
 #[derive(Debug)]
 pub struct BinaryCollector {
     splitter: ChunkSplitter,
-    /// Each tensor's `binary_data_size` (0 when not binary).
-    sizes: Vec<u64>,
     /// Per tensor of the document, in order (empty for non-binary tensors).
     data: Vec<Vec<Bytes>>,
     scratch: Vec<Piece>,
@@ -34,18 +32,22 @@ pub struct BinaryCollector {
 impl BinaryCollector {
     /// Expects the `binary_data_size` of every binary tensor of `doc`.
     pub fn new(doc: &Document) -> Self {
+        // Room for one piece per binary tensor, and for the pieces of one
+        // frame: what a reply that arrives in one frame needs. Growing them
+        // from nothing cost a reallocation per tensor.
+        let data = doc
+            .tensors
+            .iter()
+            .map(|t| match t.data {
+                EntryData::Binary { size } if size > 0 => Vec::with_capacity(1),
+                _ => Vec::new(),
+            })
+            .collect();
+        let splitter = ChunkSplitter::new(doc.binary_sizes().collect());
         BinaryCollector {
-            splitter: ChunkSplitter::new(doc.binary_sizes().collect()),
-            sizes: doc
-                .tensors
-                .iter()
-                .map(|t| match t.data {
-                    EntryData::Binary { size } => size,
-                    _ => 0,
-                })
-                .collect(),
-            data: vec![Vec::new(); doc.tensors.len()],
-            scratch: Vec::new(),
+            scratch: Vec::with_capacity(splitter.tensors()),
+            splitter,
+            data,
         }
     }
 
@@ -79,7 +81,7 @@ impl BinaryCollector {
                 let got: u64 = self.data[tensor].iter().map(|b| b.len() as u64).sum();
                 Err(ShortData {
                     tensor,
-                    missing: self.sizes[tensor].saturating_sub(got),
+                    missing: self.splitter.size_of(tensor).saturating_sub(got),
                     missing_total,
                 })
             }
@@ -127,6 +129,24 @@ mod tests {
         assert_eq!(binary[2][0].as_ptr(), frame[3..].as_ptr());
         let all = tensor_data(&d, binary);
         assert_eq!(all[1], Some(vec![Bytes::from_static(&[9])]));
+    }
+
+    /// A reply in one frame fills the collector without growing it: room
+    /// for one piece per binary tensor and for one frame's pieces.
+    #[test]
+    fn sized_for_one_frame() {
+        let d = doc(
+            r#"{"outputs":[{"name":"A","datatype":"UINT8","shape":[3],"parameters":{"binary_data_size":3}},{"name":"J","datatype":"UINT8","shape":[1],"data":[9]},{"name":"B","datatype":"UINT8","shape":[2],"parameters":{"binary_data_size":2}}]}"#,
+        );
+        let mut c = BinaryCollector::new(&d);
+        let room: Vec<usize> = c.data.iter().map(Vec::capacity).collect();
+        assert_eq!(room, [1, 0, 1]);
+        let scratch = c.scratch.as_ptr();
+        c.push(Bytes::from_static(b"abcde")).unwrap();
+        assert_eq!(c.scratch.as_ptr(), scratch, "the scratch list grew");
+        let room: Vec<usize> = c.data.iter().map(Vec::capacity).collect();
+        assert_eq!(room, [1, 0, 1]);
+        assert_eq!(c.finish().unwrap()[2], vec![Bytes::from_static(b"de")]);
     }
 
     #[test]

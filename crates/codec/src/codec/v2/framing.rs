@@ -57,6 +57,11 @@ pub fn parse_ihcl(value: &[u8]) -> Result<u64, FramingError> {
 
 /// If `content_type` is the SageMaker binary+json type, its header size.
 pub fn sagemaker_header_size(content_type: &str) -> Option<Result<u64, FramingError>> {
+    // Shorter than the type itself (`application/json`): known without
+    // splitting it into parameters.
+    if content_type.len() < SAGEMAKER_BINARY_CONTENT_TYPE.len() {
+        return None;
+    }
     let mut parts = content_type.split(';').map(str::trim);
     let essence = parts.next()?;
     if !essence.eq_ignore_ascii_case(SAGEMAKER_BINARY_CONTENT_TYPE) {
@@ -147,6 +152,17 @@ impl ChunkSplitter {
             at: 0,
             remaining,
         }
+    }
+
+    /// How many binary tensors it splits a body into.
+    pub fn tensors(&self) -> usize {
+        self.sizes.len()
+    }
+
+    /// The declared size of the document's tensor `tensor` (0 when it is
+    /// not binary).
+    pub fn size_of(&self, tensor: usize) -> u64 {
+        self.sizes.iter().find(|s| s.0 == tensor).map_or(0, |s| s.1)
     }
 
     /// Total bytes still expected; `None` when the declared sizes add up to

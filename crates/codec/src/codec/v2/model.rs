@@ -154,6 +154,11 @@ impl Params {
         Params(Vec::new())
     }
 
+    /// Empty, with room for `n` members without reallocating.
+    pub fn with_capacity(n: usize) -> Self {
+        Params(Vec::with_capacity(n))
+    }
+
     pub fn len(&self) -> usize {
         self.0.len()
     }

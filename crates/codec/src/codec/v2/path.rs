@@ -78,9 +78,15 @@ fn decode_segment(raw: &str) -> Result<String, PathError> {
     })
 }
 
-/// `/v2/models/{name}[/versions/{v}]`, each segment percent-encoded.
+/// `/v2/models/{name}[/versions/{v}]`, each segment percent-encoded, with
+/// room for the endpoint its callers append (`/infer`, `/ready`): growing
+/// the string for it cost a reallocation and a copy per request.
 pub fn model_base(name: &str, version: Option<&str>) -> String {
-    let mut p = String::with_capacity(16 + name.len());
+    const PREFIX: usize = "/v2/models/".len();
+    const VERSIONS: usize = "/versions/".len();
+    const ENDPOINT: usize = "/infer".len();
+    let versioned = version.map_or(0, |v| VERSIONS + v.len());
+    let mut p = String::with_capacity(PREFIX + name.len() + versioned + ENDPOINT);
     p.push_str("/v2/models/");
     encode_segment(name, &mut p);
     if let Some(v) = version {
@@ -392,5 +398,21 @@ mod tests {
         let mut s = String::new();
         encode_segment("a b/c~d.é", &mut s);
         assert_eq!(s, "a%20b%2Fc~d.%C3%A9");
+    }
+
+    /// The base has room for the endpoint appended to it: the infer path
+    /// is built in one allocation.
+    #[test]
+    fn model_base_has_room_for_the_endpoint() {
+        for (name, version, want) in [
+            ("simple", None, "/v2/models/simple/infer"),
+            ("m", Some("12"), "/v2/models/m/versions/12/infer"),
+        ] {
+            let mut p = model_base(name, version);
+            let capacity = p.capacity();
+            p.push_str("/infer");
+            assert_eq!(p, want);
+            assert_eq!(p.capacity(), capacity, "{want} grew");
+        }
     }
 }

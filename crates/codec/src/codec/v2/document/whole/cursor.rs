@@ -216,7 +216,9 @@ impl<'a> Cursor<'a> {
     /// A tensor's `"parameters"`: an object of plain values, of at most
     /// [`MAX_PARAMS`] members; a name given twice is left to serde.
     pub fn params(&mut self, depth: u32) -> Option<Params> {
-        let mut params = Params::new();
+        // Room for the one member most have (a binary output's
+        // `binary_data_size`): growing from nothing cost a reallocation.
+        let mut params = Params::with_capacity(1);
         self.members(depth, |key, value| {
             params.len() < MAX_PARAMS && params.insert(key, value).is_none()
         })?;
