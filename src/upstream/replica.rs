@@ -235,22 +235,27 @@ impl Replica {
     /// The request target for a client's path and query: origin-form
     /// (`/prefix/path?query`) for an HTTP/1 replica, whose client knows
     /// where it sends; the absolute URI ([`Replica::uri_for`]) for HTTP/2.
+    /// An origin-form target this thread made lately is reused (see
+    /// [`super::target`]).
     pub fn target(&self, path_and_query: &str) -> Uri {
         if matches!(self.transport, Transport::Http2 { .. }) {
             return self.uri_for(path_and_query);
         }
         let prefix = self.base.path().trim_end_matches('/');
-        let parsed = if prefix.is_empty() {
-            http::uri::PathAndQuery::try_from(path_and_query)
-        } else {
-            http::uri::PathAndQuery::try_from(format!("{prefix}{path_and_query}"))
-        };
+        let made = super::target::origin_form(prefix, path_and_query, || {
+            let parsed = if prefix.is_empty() {
+                http::uri::PathAndQuery::try_from(path_and_query)
+            } else {
+                http::uri::PathAndQuery::try_from(format!("{prefix}{path_and_query}"))
+            };
+            parsed
+                .ok()
+                .filter(|pq| pq.path().starts_with('/'))
+                .map(Uri::from)
+        });
         // A path that is not a URI target (never made by the frontends)
         // goes as the absolute URI does.
-        match parsed {
-            Ok(pq) if pq.path().starts_with('/') => Uri::from(pq),
-            _ => self.uri_for(path_and_query),
-        }
+        made.unwrap_or_else(|| self.uri_for(path_and_query))
     }
 
     /// A slot for one exchange, waited for up to `wait`.
