@@ -141,20 +141,24 @@ impl Replica {
     /// Sends `req` to the replica (an absolute URI, or for HTTP/1 an
     /// origin-form one, see [`Replica::target`]), or to another port of
     /// its host (its metrics), on a connection of the calling thread's
-    /// pool; the future is done once the reply's head is in. Boxed here,
-    /// the client's own future with no layer around it: it is large, and
-    /// each layer would keep (and copy) the request again.
-    pub(super) fn request(&self, req: Request<Body>) -> Exchange<'_> {
+    /// pool; the future is done once the reply's head is in, or with
+    /// [`SendError::Deadline`] once `deadline` (when given) has passed.
+    /// Boxed here, the client's own future with no layer around it: it is
+    /// large, and each layer would keep (and copy) the request again.
+    pub(super) fn request(&self, req: Request<Body>, deadline: Option<Instant>) -> Exchange<'_> {
         match &self.transport {
             Transport::Http1 { main, .. }
                 if req.uri().authority().is_none() || main.serves(req.uri()) =>
             {
-                Box::pin(main.send(req))
+                // The deadline is kept by the connection's own timer.
+                Box::pin(main.send(req, deadline))
             }
-            Transport::Http1 { main, other } => Box::pin(elsewhere(main, other, req)),
+            Transport::Http1 { main, other } => Box::pin(by(deadline, elsewhere(main, other, req))),
             Transport::Http2 { pools, settings } => {
                 let sent = self.http2(pools, settings).request(req);
-                Box::pin(async move { Ok(sent.await?.map(ReplyBody::plain)) })
+                Box::pin(by(deadline, async move {
+                    Ok(sent.await?.map(ReplyBody::plain))
+                }))
             }
         }
     }
@@ -358,6 +362,20 @@ impl Transport {
     }
 }
 
+/// `exchange`, failed with [`SendError::Deadline`] once `deadline` (when
+/// given) has passed.
+async fn by<F>(deadline: Option<Instant>, exchange: F) -> Result<Response<ReplyBody>, SendError>
+where
+    F: Future<Output = Result<Response<ReplyBody>, SendError>>,
+{
+    match deadline {
+        Some(at) => tokio::time::timeout_at(at, exchange)
+            .await
+            .unwrap_or(Err(SendError::Deadline)),
+        None => exchange.await,
+    }
+}
+
 /// An HTTP/1 request to another destination than the replica's own (its
 /// metrics port), through a second client made on first use.
 async fn elsewhere(
@@ -374,12 +392,12 @@ async fn elsewhere(
         ))
     });
     if other.serves(req.uri()) {
-        return other.send(req).await;
+        return other.send(req, None).await;
     }
     // A third destination (never asked for today): a client of its own,
     // not kept.
     let once = Http1::new(req.uri(), main.connector(), 0, main.idle_timeout());
-    once.send(req).await
+    once.send(req, None).await
 }
 
 /// What each of a gRPC replica's pools is built with.

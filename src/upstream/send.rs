@@ -10,7 +10,7 @@ use std::time::Instant;
 use http::{HeaderMap, HeaderValue, Request, Response, StatusCode, header};
 
 use super::failure::{Failure, classify};
-use super::http1::ReplyBody;
+use super::http1::{ReplyBody, SendError};
 use super::models::Followed;
 use super::pick::two_choices;
 use super::retry;
@@ -224,18 +224,18 @@ impl Upstream {
         end: Option<tokio::sync::oneshot::Receiver<()>>,
     ) -> Attempt {
         // Boxed (by the replica): the exchange's future is large, and this
-        // one is moved into the timeouts below and with the request's
-        // future.
-        let exchange = replica.request(req);
+        // one is moved into the timeout below and with the request's
+        // future. The deadline is the replica's to keep (an HTTP/1
+        // connection keeps its requests' with a timer of its own).
         let (sent, early) = match end {
-            None => (
-                tokio::time::timeout_at(deadline.into(), exchange).await,
-                false,
-            ),
-            Some(end) => answer_after(end, self.backend.request_timeout, exchange).await,
+            None => (Ok(replica.request(req, Some(deadline.into())).await), false),
+            Some(end) => {
+                let exchange = replica.request(req, None);
+                answer_after(end, self.backend.request_timeout, exchange).await
+            }
         };
         match sent {
-            Err(_) => Attempt::TimedOut,
+            Err(_) | Ok(Err(SendError::Deadline)) => Attempt::TimedOut,
             Ok(Ok(resp)) => Attempt::Answer { resp, early },
             Ok(Err(mut e)) => Attempt::Failed {
                 failure: classify(&e),
