@@ -141,7 +141,7 @@ async fn probe(backend: &Backend, r: &Replica, what: Probe<'_>) -> Option<Status
     *req.uri_mut() = r.target(&path);
     req.headers_mut().insert(header::HOST, r.host().clone());
     let exchange = async {
-        let resp = r.request(req).await.ok()?;
+        let resp = r.request(req, None).await.ok()?;
         let status = resp.status();
         // Read what little there is, so the connection can be reused.
         let _ = Limited::new(resp.into_body(), MAX_CHECK_BODY)
@@ -184,7 +184,7 @@ async fn probe_grpc(r: &Replica, what: Probe<'_>) -> Option<StatusCode> {
     *req.method_mut() = Method::POST;
     *req.uri_mut() = r.uri_for(&out.path);
     *req.headers_mut() = out.headers;
-    let resp = r.request(req).await.ok()?;
+    let resp = r.request(req, None).await.ok()?;
     let (parts, body) = resp.into_parts();
     let mut body = body.map_err(BoxError::from).boxed_unsync();
     let answer = grpc::read_answer(&parts.headers, &mut body, MAX_CHECK_BODY as u64)

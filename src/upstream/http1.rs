@@ -12,7 +12,16 @@
 //! upgrade) or whose body was dropped before its end is closed. A request
 //! handed to a pooled connection that turned out closed before it was
 //! written (hyper gives it back) goes once more on a new connection.
+//!
+//! A request's deadline is kept by a timer of its connection's: made with
+//! the connection's first request and moved to each next request's
+//! deadline (a later deadline only updates the timer's entry, where a new
+//! timer per request was registered with the runtime's timer wheel and
+//! removed again). It runs on the connection's runtime, whose task drives
+//! the connection: a connection whose runtime is gone is closed, never
+//! taken from its pool, so its timer is never polled again.
 
+use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Arc, OnceLock};
 use std::task::{Context, Poll};
@@ -23,7 +32,7 @@ use http::{HeaderValue, Method, Request, Response, StatusCode, Uri, Version, hea
 use http_body::{Body as _, Frame, SizeHint};
 use hyper::body::Incoming;
 use hyper::client::conn::http1;
-use tokio::time::Instant;
+use tokio::time::{Instant, Sleep};
 use tower::ServiceExt;
 
 use super::connector::Connector;
@@ -33,10 +42,51 @@ use crate::http::body::{Body, BoxError};
 
 pub(super) type Sender = http1::SendRequest<Body>;
 
-impl Conn for Sender {
-    fn usable(&self) -> bool {
-        self.is_ready()
+/// A connection to the destination: hyper's sender of its requests, and
+/// the timer that keeps their deadlines (made with its first request that
+/// has one).
+#[derive(Debug)]
+pub(super) struct Connection {
+    tx: Sender,
+    timer: Option<Pin<Box<Sleep>>>,
+}
+
+impl Connection {
+    /// A connection with no timer yet (tests pool their own).
+    #[cfg(test)]
+    pub(super) fn new(tx: Sender) -> Connection {
+        Connection { tx, timer: None }
     }
+}
+
+impl Conn for Connection {
+    fn usable(&self) -> bool {
+        self.tx.is_ready()
+    }
+}
+
+/// `exchange` (polled where it is pinned: it is not moved), or `None` once
+/// `at` has passed, kept by `timer` (made at `at`, or moved there). As
+/// `tokio::time::timeout_at`: the exchange is looked at first, so an
+/// answer there at the deadline is the request's.
+fn by<'a, F: Future + ?Sized>(
+    timer: &'a mut Option<Pin<Box<Sleep>>>,
+    at: Instant,
+    mut exchange: Pin<&'a mut F>,
+) -> impl Future<Output = Option<F::Output>> + 'a {
+    let timer = match timer {
+        Some(t) => {
+            t.as_mut().reset(at);
+            t
+        }
+        None => timer.insert(Box::pin(tokio::time::sleep_until(at))),
+    };
+    std::future::poll_fn(move |cx| {
+        if let Poll::Ready(out) = exchange.as_mut().poll(cx) {
+            return Poll::Ready(Some(out));
+        }
+        timer.as_mut().poll(cx).map(|()| None)
+    })
 }
 
 /// Why a request got no answer. Never shown as such: [`super::failure`]
@@ -56,6 +106,10 @@ pub enum SendError {
     /// been sent.
     #[error("backend exchange failed")]
     Exchange(#[source] BoxError),
+    /// No answer by the request's deadline (the caller's to report: it
+    /// knows which deadline it gave).
+    #[error("no answer by the request's deadline")]
+    Deadline,
 }
 
 impl SendError {
@@ -76,7 +130,7 @@ impl SendError {
     pub fn take_unsent(&mut self) -> Option<Request<Body>> {
         match self {
             SendError::Connect { unsent, .. } => unsent.take().map(|r| *r),
-            SendError::Exchange(_) => None,
+            SendError::Exchange(_) | SendError::Deadline => None,
         }
     }
 }
@@ -98,7 +152,7 @@ pub(super) struct Http1 {
     dest: Uri,
     connector: Connector,
     builder: http1::Builder,
-    pools: Box<[OnceLock<Arc<Pool<Sender>>>]>,
+    pools: Box<[OnceLock<Arc<Pool<Connection>>>]>,
     max_idle: usize,
     idle_timeout: Duration,
 }
@@ -140,7 +194,7 @@ impl Http1 {
     }
 
     /// The calling thread's pool.
-    pub(super) fn pool(&self) -> &Arc<Pool<Sender>> {
+    pub(super) fn pool(&self) -> &Arc<Pool<Connection>> {
         let slot = &self.pools[crate::worker::current() % self.pools.len()];
         slot.get_or_init(|| Arc::new(Pool::new(self.max_idle, self.idle_timeout)))
     }
@@ -156,30 +210,54 @@ impl Http1 {
     /// Sends `req` (origin-form, or an absolute URI of this destination;
     /// the `Host` is the destination's when missing) on an idle connection
     /// of the calling thread, else on a new one; returns once the reply's
-    /// head is in. A request that found no connection comes back in the
-    /// error ([`SendError::take_unsent`]).
-    pub async fn send(&self, mut req: Request<Body>) -> Result<Response<ReplyBody>, SendError> {
+    /// head is in, or with [`SendError::Deadline`] once `deadline` (when
+    /// given) has passed, connecting included. A request that found no
+    /// connection comes back in the error ([`SendError::take_unsent`]).
+    pub async fn send(
+        &self,
+        mut req: Request<Body>,
+        deadline: Option<Instant>,
+    ) -> Result<Response<ReplyBody>, SendError> {
         prepare(&mut req, &self.dest);
         let pool = self.pool();
         let mut pooled = pool.take(Instant::now());
         loop {
             let reused = pooled.is_some();
-            let mut tx = match pooled.take() {
-                Some(tx) => tx,
-                // Boxed: connecting is the rare path, and its future is large.
-                None => match Box::pin(self.connect()).await {
-                    Ok(tx) => tx,
-                    Err(SendError::Connect { source, .. }) => {
-                        return Err(SendError::Connect {
-                            source,
-                            unsent: Some(Box::new(req)),
-                        });
+            let mut conn = match pooled.take() {
+                Some(conn) => conn,
+                None => {
+                    let mut timer = None;
+                    // Boxed: connecting is the rare path, and its future is
+                    // large.
+                    let mut connect = Box::pin(self.connect());
+                    let made = match deadline {
+                        Some(at) => by(&mut timer, at, connect.as_mut()).await,
+                        None => Some(connect.await),
+                    };
+                    match made {
+                        Some(Ok(tx)) => Connection { tx, timer },
+                        Some(Err(SendError::Connect { source, .. })) => {
+                            return Err(SendError::Connect {
+                                source,
+                                unsent: Some(Box::new(req)),
+                            });
+                        }
+                        Some(Err(e)) => return Err(e),
+                        None => return Err(SendError::Deadline),
                     }
-                    Err(e) => return Err(e),
-                },
+                }
             };
-            match tx.try_send_request(req).await {
-                Ok(resp) => return Ok(reply(resp, tx, pool)),
+            let sent = conn.tx.try_send_request(req);
+            tokio::pin!(sent);
+            let sent = match deadline {
+                Some(at) => by(&mut conn.timer, at, sent.as_mut()).await,
+                None => Some(sent.await),
+            };
+            let Some(sent) = sent else {
+                return Err(SendError::Deadline);
+            };
+            match sent {
+                Ok(resp) => return Ok(reply(resp, conn, pool)),
                 Err(mut e) => match e.take_message() {
                     // A pooled connection closed before the request was
                     // written: a new connection gets it.
@@ -245,9 +323,13 @@ fn host_of(uri: &Uri) -> Option<HeaderValue> {
 
 /// The reply with its body, which takes the connection back to `pool` at
 /// its end when the reply lets the connection be reused.
-fn reply(resp: Response<Incoming>, tx: Sender, pool: &Arc<Pool<Sender>>) -> Response<ReplyBody> {
+fn reply(
+    resp: Response<Incoming>,
+    conn: Connection,
+    pool: &Arc<Pool<Connection>>,
+) -> Response<ReplyBody> {
     let back = reusable(&resp).then(|| Checkin {
-        tx,
+        conn,
         pool: pool.clone(),
     });
     resp.map(|body| ReplyBody::new(body, back))
@@ -280,8 +362,8 @@ fn reusable<B>(resp: &Response<B>) -> bool {
 /// A connection on its way back to its pool once its reply is read.
 #[derive(Debug)]
 struct Checkin {
-    tx: Sender,
-    pool: Arc<Pool<Sender>>,
+    conn: Connection,
+    pool: Arc<Pool<Connection>>,
 }
 
 impl Checkin {
@@ -290,20 +372,20 @@ impl Checkin {
     /// after an early answer), once it can, within the idle timeout; not
     /// at all when it is closing.
     fn done(self) {
-        let Checkin { mut tx, pool } = self;
-        if tx.is_ready() {
-            pool.put(tx, Instant::now());
+        let Checkin { mut conn, pool } = self;
+        if conn.tx.is_ready() {
+            pool.put(conn, Instant::now());
             return;
         }
-        if tx.is_closed() {
+        if conn.tx.is_closed() {
             return;
         }
         let Ok(rt) = tokio::runtime::Handle::try_current() else {
             return;
         };
         rt.spawn(async move {
-            if let Ok(Ok(())) = tokio::time::timeout(pool.timeout(), tx.ready()).await {
-                pool.put(tx, Instant::now());
+            if let Ok(Ok(())) = tokio::time::timeout(pool.timeout(), conn.tx.ready()).await {
+                pool.put(conn, Instant::now());
             }
         });
     }
@@ -374,7 +456,7 @@ impl Drop for ReplyBody {
         // (the connection is ready for another request) and dropped
         // unread. A body dropped before hyper had all of it takes its
         // connection with it (hyper closes it).
-        let ready = self.back.as_ref().is_some_and(|b| b.tx.is_ready());
+        let ready = self.back.as_ref().is_some_and(|b| b.conn.tx.is_ready());
         if ready || self.body.is_end_stream() {
             self.check_in();
         }
@@ -444,6 +526,110 @@ mod tests {
             host_of(&"https://h:8443/".parse().unwrap()).unwrap(),
             "h:8443"
         );
+    }
+
+    /// A loopback backend answering `ok` at once, but never to `/stall`.
+    async fn backend() -> std::net::SocketAddr {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move {
+            while let Ok((stream, _)) = listener.accept().await {
+                let answer = hyper::service::service_fn(|req: Request<Incoming>| async move {
+                    if req.uri().path() == "/stall" {
+                        std::future::pending::<()>().await;
+                    }
+                    Ok::<_, std::convert::Infallible>(Response::new(crate::http::body::full(
+                        Bytes::from_static(b"ok"),
+                    )))
+                });
+                tokio::spawn(
+                    hyper::server::conn::http1::Builder::new()
+                        .serve_connection(hyper_util::rt::TokioIo::new(stream), answer),
+                );
+            }
+        });
+        addr
+    }
+
+    fn client(addr: std::net::SocketAddr) -> Http1 {
+        let uri: Uri = format!("http://{addr}").parse().unwrap();
+        let backend = crate::config::Backend::new("b", uri.clone());
+        Http1::new(
+            &uri,
+            super::super::connector(&backend),
+            4,
+            Duration::from_secs(30),
+        )
+    }
+
+    fn get(path: &str) -> Request<Body> {
+        let mut req = Request::new(crate::http::body::empty());
+        *req.uri_mut() = path.parse().unwrap();
+        req
+    }
+
+    /// Sends `path` by `deadline` from now and reads the reply to its end
+    /// (the connection goes back to its pool); how long it took.
+    async fn exchange(
+        c: &Http1,
+        path: &str,
+        deadline: Duration,
+    ) -> (Result<Bytes, SendError>, Duration) {
+        let start = Instant::now();
+        let sent = c.send(get(path), Some(start + deadline)).await;
+        let body = match sent {
+            Ok(resp) => Ok(http_body_util::BodyExt::collect(resp.into_body())
+                .await
+                .unwrap()
+                .to_bytes()),
+            Err(e) => Err(e),
+        };
+        (body, start.elapsed())
+    }
+
+    /// Requests one after the other on one connection have their deadlines
+    /// kept by the connection's one timer.
+    #[tokio::test]
+    async fn requests_on_one_connection_share_its_timer() {
+        let c = client(backend().await);
+        let mut timers = Vec::new();
+        for _ in 0..3 {
+            let (body, _) = exchange(&c, "/", Duration::from_secs(10)).await;
+            assert_eq!(body.unwrap(), "ok");
+            let conn = c
+                .pool()
+                .take(Instant::now())
+                .expect("the connection pooled");
+            let timer = conn.timer.as_ref().expect("a timer made with the request");
+            timers.push(std::ptr::from_ref::<Sleep>(timer));
+            c.pool().put(conn, Instant::now());
+        }
+        assert!(timers.windows(2).all(|w| w[0] == w[1]), "{timers:?}");
+    }
+
+    /// Each request on a reused connection ends at its own deadline: one
+    /// after the timer fired while the connection was idle, one earlier
+    /// than the deadline the timer was last moved to.
+    #[tokio::test]
+    async fn a_reused_connection_keeps_each_requests_deadline() {
+        let c = client(backend().await);
+        let short = Duration::from_millis(200);
+        let (body, _) = exchange(&c, "/", short).await;
+        assert_eq!(body.unwrap(), "ok");
+        // The first deadline passes while the connection is idle.
+        tokio::time::sleep(short + Duration::from_millis(100)).await;
+        let (body, _) = exchange(&c, "/", short).await;
+        assert_eq!(body.unwrap(), "ok", "a fired timer is moved on");
+        let (body, _) = exchange(&c, "/", Duration::from_secs(30)).await;
+        assert_eq!(body.unwrap(), "ok");
+        // Pooled with its timer at the 30 s deadline: a shorter one counts.
+        let (body, took) = exchange(&c, "/stall", short).await;
+        assert!(matches!(body, Err(SendError::Deadline)), "{body:?}");
+        assert!(took >= short && took < Duration::from_secs(5), "{took:?}");
+        // A new connection (the stalled one is dropped) keeps it too.
+        let (body, took) = exchange(&c, "/stall", short).await;
+        assert!(matches!(body, Err(SendError::Deadline)), "{body:?}");
+        assert!(took >= short && took < Duration::from_secs(5), "{took:?}");
     }
 
     #[test]

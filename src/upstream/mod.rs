@@ -46,6 +46,7 @@ mod retry;
 mod scrape;
 mod send;
 mod set;
+mod target;
 mod verdict;
 
 use std::sync::atomic::{AtomicU32, Ordering};

@@ -16,6 +16,7 @@ use hyper::service::service_fn;
 use hyper_util::rt::TokioIo;
 use tokio::net::TcpListener;
 
+use super::http1::Connection;
 use super::*;
 use crate::http::body::full;
 
@@ -352,7 +353,9 @@ async fn a_request_handed_back_by_a_closed_pooled_connection_goes_on_a_new_one()
             .is_err()
     );
     assert!(tx.is_ready());
-    client.pool().put(tx, tokio::time::Instant::now());
+    client
+        .pool()
+        .put(Connection::new(tx), tokio::time::Instant::now());
     // The backend closes it; the runtime sees the close (it parks while
     // sleeping), but the connection's task is not run.
     close_first.send(()).unwrap();

@@ -141,20 +141,24 @@ impl Replica {
     /// Sends `req` to the replica (an absolute URI, or for HTTP/1 an
     /// origin-form one, see [`Replica::target`]), or to another port of
     /// its host (its metrics), on a connection of the calling thread's
-    /// pool; the future is done once the reply's head is in. Boxed here,
-    /// the client's own future with no layer around it: it is large, and
-    /// each layer would keep (and copy) the request again.
-    pub(super) fn request(&self, req: Request<Body>) -> Exchange<'_> {
+    /// pool; the future is done once the reply's head is in, or with
+    /// [`SendError::Deadline`] once `deadline` (when given) has passed.
+    /// Boxed here, the client's own future with no layer around it: it is
+    /// large, and each layer would keep (and copy) the request again.
+    pub(super) fn request(&self, req: Request<Body>, deadline: Option<Instant>) -> Exchange<'_> {
         match &self.transport {
             Transport::Http1 { main, .. }
                 if req.uri().authority().is_none() || main.serves(req.uri()) =>
             {
-                Box::pin(main.send(req))
+                // The deadline is kept by the connection's own timer.
+                Box::pin(main.send(req, deadline))
             }
-            Transport::Http1 { main, other } => Box::pin(elsewhere(main, other, req)),
+            Transport::Http1 { main, other } => Box::pin(by(deadline, elsewhere(main, other, req))),
             Transport::Http2 { pools, settings } => {
                 let sent = self.http2(pools, settings).request(req);
-                Box::pin(async move { Ok(sent.await?.map(ReplyBody::plain)) })
+                Box::pin(by(deadline, async move {
+                    Ok(sent.await?.map(ReplyBody::plain))
+                }))
             }
         }
     }
@@ -235,22 +239,27 @@ impl Replica {
     /// The request target for a client's path and query: origin-form
     /// (`/prefix/path?query`) for an HTTP/1 replica, whose client knows
     /// where it sends; the absolute URI ([`Replica::uri_for`]) for HTTP/2.
+    /// An origin-form target this thread made lately is reused (see
+    /// [`super::target`]).
     pub fn target(&self, path_and_query: &str) -> Uri {
         if matches!(self.transport, Transport::Http2 { .. }) {
             return self.uri_for(path_and_query);
         }
         let prefix = self.base.path().trim_end_matches('/');
-        let parsed = if prefix.is_empty() {
-            http::uri::PathAndQuery::try_from(path_and_query)
-        } else {
-            http::uri::PathAndQuery::try_from(format!("{prefix}{path_and_query}"))
-        };
+        let made = super::target::origin_form(prefix, path_and_query, || {
+            let parsed = if prefix.is_empty() {
+                http::uri::PathAndQuery::try_from(path_and_query)
+            } else {
+                http::uri::PathAndQuery::try_from(format!("{prefix}{path_and_query}"))
+            };
+            parsed
+                .ok()
+                .filter(|pq| pq.path().starts_with('/'))
+                .map(Uri::from)
+        });
         // A path that is not a URI target (never made by the frontends)
         // goes as the absolute URI does.
-        match parsed {
-            Ok(pq) if pq.path().starts_with('/') => Uri::from(pq),
-            _ => self.uri_for(path_and_query),
-        }
+        made.unwrap_or_else(|| self.uri_for(path_and_query))
     }
 
     /// A slot for one exchange, waited for up to `wait`.
@@ -353,6 +362,20 @@ impl Transport {
     }
 }
 
+/// `exchange`, failed with [`SendError::Deadline`] once `deadline` (when
+/// given) has passed.
+async fn by<F>(deadline: Option<Instant>, exchange: F) -> Result<Response<ReplyBody>, SendError>
+where
+    F: Future<Output = Result<Response<ReplyBody>, SendError>>,
+{
+    match deadline {
+        Some(at) => tokio::time::timeout_at(at, exchange)
+            .await
+            .unwrap_or(Err(SendError::Deadline)),
+        None => exchange.await,
+    }
+}
+
 /// An HTTP/1 request to another destination than the replica's own (its
 /// metrics port), through a second client made on first use.
 async fn elsewhere(
@@ -369,12 +392,12 @@ async fn elsewhere(
         ))
     });
     if other.serves(req.uri()) {
-        return other.send(req).await;
+        return other.send(req, None).await;
     }
     // A third destination (never asked for today): a client of its own,
     // not kept.
     let once = Http1::new(req.uri(), main.connector(), 0, main.idle_timeout());
-    once.send(req).await
+    once.send(req, None).await
 }
 
 /// What each of a gRPC replica's pools is built with.

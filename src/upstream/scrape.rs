@@ -201,7 +201,7 @@ async fn fetch(r: &Replica, url: http::Uri, timeout: std::time::Duration) -> Opt
     }
     *req.uri_mut() = url;
     let exchange = async {
-        let resp = r.request(req).await.ok()?;
+        let resp = r.request(req, None).await.ok()?;
         if !resp.status().is_success() {
             return None;
         }

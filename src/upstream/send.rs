@@ -10,7 +10,7 @@ use std::time::Instant;
 use http::{HeaderMap, HeaderValue, Request, Response, StatusCode, header};
 
 use super::failure::{Failure, classify};
-use super::http1::ReplyBody;
+use super::http1::{ReplyBody, SendError};
 use super::models::Followed;
 use super::pick::two_choices;
 use super::retry;
@@ -224,24 +224,16 @@ impl Upstream {
         end: Option<tokio::sync::oneshot::Receiver<()>>,
     ) -> Attempt {
         // Boxed (by the replica): the exchange's future is large, and this
-        // one is moved into the timeouts below and with the request's
-        // future.
-        let exchange = replica.request(req);
-        let (sent, early) = match end {
-            None => (
-                tokio::time::timeout_at(deadline.into(), exchange).await,
-                false,
-            ),
-            Some(end) => answer_after(end, self.backend.request_timeout, exchange).await,
+        // one is moved with the request's future. The deadline is the
+        // replica's to keep (an HTTP/1 connection keeps its requests' with
+        // a timer of its own).
+        let Some(end) = end else {
+            return outcome(replica.request(req, Some(deadline.into())).await, false);
         };
-        match sent {
-            Err(_) => Attempt::TimedOut,
-            Ok(Ok(resp)) => Attempt::Answer { resp, early },
-            Ok(Err(mut e)) => Attempt::Failed {
-                failure: classify(&e),
-                early,
-                unsent: e.take_unsent().map(|r| r.into_parts().0.headers),
-            },
+        let exchange = replica.request(req, None);
+        match answer_after(end, self.backend.request_timeout, exchange).await {
+            (Ok(sent), early) => outcome(sent, early),
+            (Err(_), _) => Attempt::TimedOut,
         }
     }
 
@@ -440,6 +432,20 @@ impl Upstream {
             Failure::Parse { detail } => UpstreamError::Invalid { backend, detail },
             Failure::Body(e) => e.into(),
         }
+    }
+}
+
+/// What an exchange came to, as an attempt; `early` as for
+/// [`Attempt::Answer`].
+fn outcome(sent: Result<Response<ReplyBody>, SendError>, early: bool) -> Attempt {
+    match sent {
+        Ok(resp) => Attempt::Answer { resp, early },
+        Err(SendError::Deadline) => Attempt::TimedOut,
+        Err(mut e) => Attempt::Failed {
+            failure: classify(&e),
+            early,
+            unsent: e.take_unsent().map(|r| r.into_parts().0.headers),
+        },
     }
 }
 
