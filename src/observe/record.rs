@@ -110,7 +110,7 @@ impl Inner {
         if let Some(trace) = &self.trace {
             self.end_span(trace, status, completed);
         }
-        if !tracing::enabled!(target: "tensorgate::access", tracing::Level::INFO) {
+        if !crate::observe::access::enabled() {
             return;
         }
         // What the request sent is logged capped; the rest comes from the
