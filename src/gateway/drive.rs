@@ -163,10 +163,14 @@ impl Gateway {
         };
         // A gRPC stream reads its request stream under the same deadline
         // and ends with its status in trailers, which a cut would lose.
+        // A relayed backend body is metered as the backend's on its own
+        // again wherever something comes between it and the client.
         if !clock.ended() && f.kind() != Kind::Grpc {
+            resp = obs.unrelay(resp);
             resp = resp.map(|b| clock.bound(b).boxed_unsync());
         }
         if whole && whole::needed(&resp) {
+            resp = obs.unrelay(resp);
             resp = match whole::hold(resp, &self.shared.spool).await {
                 Ok(resp) => resp,
                 Err(e) => failed(e, &obs, |e| f.render(e, &obs)),

@@ -82,6 +82,10 @@ struct Inner {
     /// The client's own deadline, when its protocol carries one (gRPC's
     /// `grpc-timeout`).
     deadline: OnceLock<Instant>,
+    /// When the backend request whose body is relayed as the reply was
+    /// sent ([`Observation::relay`]), until taken.
+    relayed: OnceLock<Instant>,
+    relay_taken: AtomicBool,
 }
 
 /// What a request holds until it completes.
@@ -145,6 +149,8 @@ impl Observation {
                 trace: s.trace,
                 failure: OnceLock::new(),
                 deadline: OnceLock::new(),
+                relayed: OnceLock::new(),
+                relay_taken: AtomicBool::new(false),
             }),
         };
         obs.inner.unbound.in_flight.inc();
@@ -382,6 +388,34 @@ impl Observation {
         Metered::new(body, self.clone(), Leg::Backend { sent })
     }
 
+    /// Says that the reply's body will be the backend's (sent at `sent`)
+    /// as it is, so that [`Observation::finish`] meters it once as both:
+    /// its bytes counted as the backend's and the client's, the backend's
+    /// leg ended with it. Whatever would come between the two bodies
+    /// takes it back first ([`Observation::unrelay`]).
+    /// Only the first call counts.
+    pub fn relay(&self, sent: Instant) {
+        let _ = self.inner.relayed.set(sent);
+    }
+
+    /// The reply with its body metered as the backend's again, if it was
+    /// to be relayed ([`Observation::relay`]): for a reply that something
+    /// else will read or wrap before the client gets it.
+    pub fn unrelay(&self, resp: Response<Body>) -> Response<Body> {
+        match self.relayed() {
+            Some(sent) => {
+                resp.map(|b| http_body_util::BodyExt::boxed_unsync(self.backend_body(b, sent)))
+            }
+            None => resp,
+        }
+    }
+
+    /// When the relayed body's request was sent, taken: it is metered once.
+    fn relayed(&self) -> Option<Instant> {
+        let sent = *self.inner.relayed.get()?;
+        (!self.inner.relay_taken.swap(true, Ordering::Relaxed)).then_some(sent)
+    }
+
     /// Wraps a client request body that is forwarded as is (passthrough).
     pub fn forwarded_request<B>(&self, body: B) -> Metered<B> {
         Metered::new(body, self.clone(), Leg::Forwarded)
@@ -398,12 +432,16 @@ impl Observation {
             0 => parts.status.as_u16(),
             said => said,
         };
+        let leg = match self.relayed() {
+            Some(sent) => Leg::Relay { status, sent },
+            None => Leg::Client { status },
+        };
         // Not boxed again: the server takes this type as it is.
-        Response::from_parts(parts, Metered::new(body, self, Leg::Client { status }))
+        Response::from_parts(parts, Metered::new(body, self, leg))
     }
 
-    fn complete(&self, status: u16, completed: bool) {
-        self.inner.complete(status, completed);
+    fn complete(&self, status: u16, completed: bool, now: Instant) {
+        self.inner.complete(status, completed, now);
     }
 
     /// The status to count and log the request under, where its response's
@@ -422,5 +460,86 @@ impl Observation {
     /// The client's deadline, if it gave one.
     pub fn deadline(&self) -> Option<Instant> {
         self.inner.deadline.get().copied()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use http_body_util::BodyExt;
+
+    fn observation(metrics: &Metrics) -> Observation {
+        Observation::start(Start {
+            metrics,
+            kind: Kind::V2,
+            request_id: HeaderValue::from_static("t"),
+            method: Method::GET,
+            path: "/v2/models/m",
+            backend_hint: None,
+            trace: None,
+        })
+    }
+
+    fn totals(obs: &Observation) -> [u64; 3] {
+        let t = &obs.inner.totals;
+        [
+            t.backend_in.load(Ordering::Relaxed),
+            t.client_out.load(Ordering::Relaxed),
+            t.upstream_total_us.load(Ordering::Relaxed),
+        ]
+    }
+
+    /// A relayed reply counts its bytes as the backend's and the
+    /// client's, and the backend's leg ends before the request completes,
+    /// also when the server drops a body of exact length without polling
+    /// it to its end (with a body inside the client's, the backend's
+    /// leg ended after the request was logged: `upstream_total_ms=0.000`).
+    #[tokio::test]
+    async fn a_relayed_reply_is_metered_once_as_both_bodies() {
+        let metrics = Metrics::new().unwrap();
+        let obs = observation(&metrics);
+        let sent = Instant::now();
+        obs.relay(sent);
+        std::thread::sleep(Duration::from_millis(2));
+        let watch = obs.clone();
+        let mut body = obs
+            .finish(Response::new(crate::http::body::full("hello")))
+            .into_body();
+        assert!(matches!(body.leg, Leg::Relay { status: 200, .. }));
+        let frame = body.frame().await.unwrap().unwrap();
+        assert_eq!(frame.into_data().unwrap(), "hello");
+        assert_eq!(totals(&watch)[..2], [5, 5]);
+        assert_eq!(totals(&watch)[2], 0, "not ended yet");
+        drop(body);
+        let [_, _, total_us] = totals(&watch);
+        assert!(total_us >= 2_000, "{total_us} µs");
+        assert!(watch.inner.completed.load(Ordering::Relaxed));
+        // Taken once: the marker does not outlive its reply.
+        assert!(watch.relayed().is_none());
+    }
+
+    /// A relayed reply that something reads or wraps first is metered as
+    /// the backend's body again, and the client's reply is a plain one.
+    #[tokio::test]
+    async fn an_unrelayed_reply_is_metered_as_the_backends_body() {
+        let metrics = Metrics::new().unwrap();
+        let obs = observation(&metrics);
+        obs.relay(Instant::now());
+        let resp = obs.unrelay(Response::new(crate::http::body::full("hello")));
+        let watch = obs.clone();
+        let mut body = obs.finish(resp).into_body();
+        assert!(matches!(body.leg, Leg::Client { status: 200 }));
+        body.frame().await.unwrap().unwrap();
+        assert!(body.frame().await.is_none());
+        assert_eq!(totals(&watch)[..2], [5, 5]);
+        // Without a relay, the reply is the client's alone.
+        let plain = observation(&metrics);
+        let watch = plain.clone();
+        let mut body = plain
+            .finish(Response::new(crate::http::body::full("hi")))
+            .into_body();
+        assert!(matches!(body.leg, Leg::Client { status: 200 }));
+        body.frame().await.unwrap().unwrap();
+        assert_eq!(totals(&watch), [0, 2, 0]);
     }
 }

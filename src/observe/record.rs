@@ -87,7 +87,8 @@ impl Inner {
             .inc();
     }
 
-    pub(super) fn complete(&self, status: u16, completed: bool) {
+    /// Counts and logs the request as ended `now` (once).
+    pub(super) fn complete(&self, status: u16, completed: bool, now: Instant) {
         if self.completed.swap(true, Ordering::Relaxed) {
             return;
         }
@@ -95,7 +96,6 @@ impl Inner {
             *held = Default::default();
         }
         let m = &self.metrics;
-        let now = Instant::now();
         let elapsed = now.saturating_duration_since(self.started);
         let (route, model) = self.bound.get().map_or((NO_ROUTE, ""), |b| {
             (b.route.name.as_str(), b.model.as_str())
@@ -110,7 +110,7 @@ impl Inner {
         if let Some(trace) = &self.trace {
             self.end_span(trace, status, completed);
         }
-        if !tracing::enabled!(target: "tensorgate::access", tracing::Level::INFO) {
+        if !crate::observe::access::enabled() {
             return;
         }
         // What the request sent is logged capped; the rest comes from the
@@ -248,6 +248,6 @@ fn trace_access(r: &crate::observe::access::Record<'_>) {
 /// status nginx uses for it.
 impl Drop for Inner {
     fn drop(&mut self) {
-        self.complete(CLIENT_CLOSED, false);
+        self.complete(CLIENT_CLOSED, false, Instant::now());
     }
 }

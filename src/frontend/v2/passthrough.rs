@@ -129,8 +129,9 @@ impl Frontend for Passthrough {
         obs.backend_status(resp.status());
         let (mut parts, body) = resp.into_parts();
         strip_hop_by_hop(&mut parts.headers);
-        let body = obs.backend_body(body, sent).boxed_unsync();
-        Ok(Response::from_parts(parts, body))
+        // Metered once, as the client's reply and the backend's body.
+        obs.relay(sent);
+        Ok(Response::from_parts(parts, body.boxed_unsync()))
     }
 
     fn render(&self, e: &Error, _obs: &Observation) -> Response<Body> {
