@@ -285,6 +285,31 @@ async fn backend_addresses_never_reach_clients() {
     assert_eq!(got.header("location"), Some("/v2/models/m/versions/2"));
 }
 
+/// The backend gets its own address as `Host`, never the client's (which
+/// names the gateway): one `Host`, the replica's, whatever the client sent.
+#[tokio::test]
+async fn the_backend_gets_its_own_host_not_the_clients() {
+    let backend = TestBackend::start(|seen| async move {
+        let hosts: Vec<String> = seen
+            .headers
+            .get_all("host")
+            .iter()
+            .map(|v| v.to_str().unwrap().to_owned())
+            .collect();
+        reply(200, &[("content-type", "text/plain")], hosts.join(","))
+    })
+    .await;
+    let gw = gateway(&config(&backend.url(), "")).await;
+    let own = backend.url();
+    let own = own.trim_start_matches("http://").trim_end_matches('/');
+    let client_host = [("host", "gateway.example:8000")];
+    let got = send(gw.data_addr, "GET", "/v2/models/m", &client_host, "").await;
+    assert_eq!(got.status, 200);
+    assert_eq!(std::str::from_utf8(&got.body).unwrap(), own);
+    let got = send(gw.data_addr, "GET", "/v2/models/m", &[], "").await;
+    assert_eq!(std::str::from_utf8(&got.body).unwrap(), own);
+}
+
 #[tokio::test]
 async fn an_http2_client_is_passed_through_to_an_http1_backend() {
     let backend = TestBackend::start(|_| async {

@@ -171,6 +171,7 @@ pub struct Outgoing {
     pub method: Method,
     /// The path and query on the backend (a replica URL's prefix is added).
     pub path: String,
+    /// Sent as they are, but for `Host`: always the replica's.
     pub headers: HeaderMap,
     pub body: OutBody,
     /// The model it is for: only replicas with it ready are asked.

@@ -9,7 +9,6 @@
 //! timeouts.
 
 use http::Response;
-use http::header;
 use http::request::Parts;
 use http_body_util::BodyExt;
 
@@ -84,8 +83,9 @@ impl Frontend for Passthrough {
         }
         let mut parts = call.head;
         let coding = request_coding(&parts.headers).unwrap_or(Coding::Identity);
+        // The client's `Host` stays: the upstream replaces it with the
+        // replica's.
         strip_hop_by_hop(&mut parts.headers);
-        parts.headers.remove(header::HOST);
         let body = match call.body {
             Payload::Forward(b) => OutBody::Stream(obs.forwarded_request(b).boxed_unsync()),
             // Nothing to stream: the request can be sent again if need be.
