@@ -25,6 +25,8 @@ mod decthings_shared_prefix;
 mod fifo_reload;
 #[path = "hostile/ping.rs"]
 mod ping;
+#[path = "common/procs.rs"]
+mod procs;
 #[path = "hostile/readiness.rs"]
 mod readiness;
 #[path = "common/replica.rs"]

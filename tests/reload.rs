@@ -7,16 +7,18 @@
 #[path = "common/certs.rs"]
 mod certs;
 mod common;
+#[path = "common/procs.rs"]
+mod procs;
 
-use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use certs::TempDir;
 use common::*;
+use procs::{Proc, free_port, wait_listening};
 use tensorgate::demo::DemoServer;
 use tensorgate::reload::{self, Loader, Overrides, Source};
 use tensorgate::server::{self, Running};
@@ -411,58 +413,6 @@ async fn a_rotated_key_file_is_reloaded_and_rate_limit_buckets_survive_reloads()
     assert_eq!(get(BOB).await, 429);
 }
 
-/// The real binary, killed if the test ends first.
-struct Process {
-    child: Child,
-    log: Arc<std::sync::Mutex<Vec<String>>>,
-}
-
-impl Drop for Process {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Process {
-    fn signal(&self, name: &str) {
-        let pid = self.child.id().to_string();
-        assert!(
-            Command::new("kill")
-                .args([name, &pid])
-                .status()
-                .unwrap()
-                .success()
-        );
-    }
-
-    fn log(&self) -> String {
-        self.log.lock().unwrap().join("\n")
-    }
-
-    /// Waits for `needle` in the log: it comes through a pipe and a reader
-    /// thread, so it may trail the metrics the test waited on.
-    fn wait_log(&self, needle: &str) {
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while !self.log().contains(needle) {
-            assert!(
-                Instant::now() < deadline,
-                "the log never said {needle:?}:\n{}",
-                self.log()
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 /// A metric's value in an admin scrape.
 async fn metric(admin: std::net::SocketAddr, series: &str) -> Option<f64> {
     let body = send(admin, "GET", "/metrics", &[], "").await.body;
@@ -471,13 +421,13 @@ async fn metric(admin: std::net::SocketAddr, series: &str) -> Option<f64> {
         .find_map(|l| l.strip_prefix(series)?.strip_prefix(' ')?.parse().ok())
 }
 
-async fn wait_metric(admin: std::net::SocketAddr, series: &str, want: f64, p: &Process) {
+async fn wait_metric(admin: std::net::SocketAddr, series: &str, want: f64, p: &Proc) {
     let deadline = Instant::now() + Duration::from_secs(10);
     while metric(admin, series).await != Some(want) {
         assert!(
             Instant::now() < deadline,
             "{series} never reached {want}; log:\n{}",
-            p.log()
+            p.text()
         );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
@@ -491,36 +441,18 @@ async fn sighup_reloads_the_binary_and_refuses_a_new_listen_address() {
     let listen = format!("listen = \"127.0.0.1:{data}\"\nadmin_listen = \"127.0.0.1:{admin}\"");
     let text = config(&demo.url(), A, &listen);
     let file = dir.write("tensorgate.toml", &text);
-    let mut child = Command::new(env!("CARGO_BIN_EXE_tensorgate"))
-        .arg("--config")
-        .arg(&file)
-        .env("RUST_LOG", "info")
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let stderr = child.stderr.take().unwrap();
-    let log = Arc::new(std::sync::Mutex::new(Vec::new()));
-    let lines = log.clone();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-            lines.lock().unwrap().push(line);
-        }
-    });
-    let p = Process { child, log };
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_tensorgate"));
+    cmd.arg("--config").arg(&file).env("RUST_LOG", "info");
+    let p = Proc::spawn(cmd, dir.path("gateway.log"));
     let (data, admin): (std::net::SocketAddr, std::net::SocketAddr) = (
         format!("127.0.0.1:{data}").parse().unwrap(),
         format!("127.0.0.1:{admin}").parse().unwrap(),
     );
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while std::net::TcpStream::connect(admin).is_err() {
-        assert!(
-            Instant::now() < deadline,
-            "the gateway did not start:\n{}",
-            p.log()
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    assert!(
+        wait_listening(admin, Duration::from_secs(10)),
+        "the gateway did not start:\n{}",
+        p.text()
+    );
     let hash = reload::file_hash(text.as_bytes()) as f64;
     assert_eq!(metric(admin, "tensorgate_config_hash").await, Some(hash));
     let success = "tensorgate_config_reloads_total{result=\"success\"}";

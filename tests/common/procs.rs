@@ -37,6 +37,31 @@ impl Proc {
         lines[lines.len().saturating_sub(20)..].join("\n")
     }
 
+    /// Its whole log so far.
+    pub fn text(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// Waits (at most 10 s) until its log says `needle`.
+    pub fn wait_log(&self, needle: &str) {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !self.text().contains(needle) {
+            assert!(
+                Instant::now() < deadline,
+                "the log never said {needle:?}:\n{}",
+                self.text()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Sends it the signal `name` (`-HUP`, `-TERM`) with kill(1).
+    pub fn signal(&self, name: &str) {
+        let pid = self.child.id().to_string();
+        let sent = Command::new("kill").args([name, &pid]).status().unwrap();
+        assert!(sent.success(), "kill {name} {pid}");
+    }
+
     /// Kills it now.
     pub fn stop(&mut self) {
         let _ = self.child.kill();

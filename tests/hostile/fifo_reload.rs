@@ -5,46 +5,15 @@
 //! logged), SIGHUP still reloads, a key file put back is applied, and
 //! SIGTERM with a FIFO in place exits within the grace period.
 
-use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
-use std::sync::{Arc, Mutex};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use crate::common::send;
+use crate::procs::{Proc, free_port, wait_listening};
 
 const ALICE: &str = "alice-key-0123456789";
 const BOB: &str = "bob-key-0123456789ab";
-
-/// The binary, killed if the test ends first; its log collected.
-struct Process {
-    child: Child,
-    log: Arc<Mutex<Vec<String>>>,
-}
-
-impl Drop for Process {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Process {
-    fn signal(&self, name: &str) {
-        let pid = self.child.id().to_string();
-        let sent = Command::new("kill").args([name, &pid]).status().unwrap();
-        assert!(sent.success());
-    }
-
-    fn log(&self) -> String {
-        self.log.lock().unwrap().join("\n")
-    }
-}
-
-fn free_port() -> u16 {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    l.local_addr().unwrap().port()
-}
 
 /// Puts a FIFO at `path` (renamed over what is there, as a deploy would).
 fn fifo_over(path: &Path) {
@@ -70,27 +39,15 @@ async fn reloads(admin: std::net::SocketAddr, result: &str) -> f64 {
         .unwrap_or(-1.0)
 }
 
-async fn wait_reloads(admin: std::net::SocketAddr, result: &str, want: f64, p: &Process) {
+async fn wait_reloads(admin: std::net::SocketAddr, result: &str, want: f64, p: &Proc) {
     let deadline = Instant::now() + Duration::from_secs(10);
     while reloads(admin, result).await < want {
         assert!(
             Instant::now() < deadline,
             "{result} reloads never reached {want}; log:\n{}",
-            p.log()
+            p.text()
         );
         tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
-
-fn wait_log(p: &Process, needle: &str) {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !p.log().contains(needle) {
-        assert!(
-            Instant::now() < deadline,
-            "the log never said {needle:?}:\n{}",
-            p.log()
-        );
-        std::thread::sleep(Duration::from_millis(20));
     }
 }
 
@@ -126,30 +83,16 @@ keys_file = "keys"
         ),
     )
     .unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_tensorgate"))
-        .arg("--config")
-        .arg(&file)
-        .env("RUST_LOG", "info")
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let stderr = child.stderr.take().unwrap();
-    let log = Arc::new(Mutex::new(Vec::new()));
-    let lines = log.clone();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-            lines.lock().unwrap().push(line);
-        }
-    });
-    let mut p = Process { child, log };
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_tensorgate"));
+    cmd.arg("--config").arg(&file).env("RUST_LOG", "info");
+    let mut p = Proc::spawn(cmd, dir.join("gateway.log"));
     let data: std::net::SocketAddr = format!("127.0.0.1:{data}").parse().unwrap();
     let admin: std::net::SocketAddr = format!("127.0.0.1:{admin}").parse().unwrap();
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while std::net::TcpStream::connect(admin).is_err() {
-        assert!(Instant::now() < deadline, "did not start:\n{}", p.log());
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    assert!(
+        wait_listening(admin, Duration::from_secs(10)),
+        "did not start:\n{}",
+        p.text()
+    );
     let get = |key: &'static str| async move {
         let got = send(data, "GET", "/v2/models/simple", &[("x-api-key", key)], "").await;
         got.status.as_u16()
@@ -159,9 +102,7 @@ keys_file = "keys"
     // The key file becomes a FIFO: the watcher's reload is refused.
     fifo_over(&keys);
     wait_reloads(admin, "failure", 1.0, &p).await;
-    // The log reaches us through a pipe and a reader thread, so it may
-    // trail the counter: wait for the line rather than read it once.
-    wait_log(&p, "a FIFO, not a regular file");
+    p.wait_log("a FIFO, not a regular file");
     // SIGHUP still reloads (and is refused again).
     p.signal("-HUP");
     wait_reloads(admin, "failure", 2.0, &p).await;
@@ -186,10 +127,10 @@ keys_file = "keys"
             signalled.elapsed() < Duration::from_secs(6),
             "still running {:?} after SIGTERM:\n{}",
             signalled.elapsed(),
-            p.log()
+            p.text()
         );
         std::thread::sleep(Duration::from_millis(20));
     };
-    assert!(status.success(), "{status:?}\n{}", p.log());
+    assert!(status.success(), "{status:?}\n{}", p.text());
     let _ = std::fs::remove_dir_all(&dir);
 }
