@@ -54,6 +54,11 @@ async fn endless_replica() -> (String, Arc<AtomicUsize>, tokio::task::JoinHandle
     let task = tokio::spawn(async move {
         let mut conns = tokio::task::JoinSet::new();
         while let Ok((stream, _)) = listener.accept().await {
+            // As every real server: without it, the reply's head and body
+            // (two writes) wait out the gateway's delayed ACK, 40 ms an
+            // exchange, and the balancer sends the replica too few
+            // requests to eject it.
+            let _ = stream.set_nodelay(true);
             let seen = seen.clone();
             conns.spawn(async move {
                 let svc = service_fn(move |req: http::Request<hyper::body::Incoming>| {
@@ -210,6 +215,11 @@ async fn malformed_grpc_replica() -> (String, Arc<AtomicUsize>, tokio::task::Joi
     let task = tokio::spawn(async move {
         let mut conns = tokio::task::JoinSet::new();
         while let Ok((stream, _)) = listener.accept().await {
+            // As every real server: without it, the reply's head and body
+            // (two writes) wait out the gateway's delayed ACK, 40 ms an
+            // exchange, and the balancer sends the replica too few
+            // requests to eject it.
+            let _ = stream.set_nodelay(true);
             let seen = seen.clone();
             conns.spawn(async move {
                 let svc = service_fn(move |req: http::Request<hyper::body::Incoming>| {
