@@ -70,7 +70,7 @@ pub async fn render(
         return Ok(passthrough(*reply, wanted.coding));
     }
     let binary_framing = matches!(reply.framing, ReplyFraming::Binary { .. });
-    let head = reply.head(exchange).await?;
+    let mut head = reply.head(exchange).await?;
     let doc = &head.doc;
     let wants: Vec<bool> = doc
         .tensors
@@ -110,7 +110,14 @@ pub async fn render(
     if binary_framing && no_binary && !needs_check && !small {
         return Ok(stream_json(exchange, head, wanted.coding));
     }
-    let (parts, reply) = head.collect(exchange).await?;
+    // Read with the head borrowed, then taken apart: collecting it by
+    // value copied the head into that future, and the future into this.
+    let data = head.read_data(exchange).await?;
+    let ReplyHead {
+        parts, doc, stream, ..
+    } = head;
+    drop(stream);
+    let reply = InferReply { header: doc, data };
     // Written here rather than in an async helper: moving that helper's
     // future (the reply and its head in it) into this one cost a copy.
     let size: u64 = reply.data.iter().map(TensorData::len).sum();
@@ -263,7 +270,9 @@ fn assemble(
 
 /// Whether every header is one [`assemble`] sets or removes.
 fn only_body_headers(headers: &HeaderMap) -> bool {
-    const BODY: [HeaderName; 4] = [
+    // A static, not a const: a const array of names was built, and its
+    // custom name dropped, for every header compared.
+    static BODY: [HeaderName; 4] = [
         header::CONTENT_TYPE,
         header::CONTENT_LENGTH,
         header::CONTENT_ENCODING,

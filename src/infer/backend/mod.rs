@@ -182,7 +182,9 @@ impl Prepared {
         {
             return sent;
         }
-        self.send(exchange, headers).await
+        // Not through `send`: its future, nested in this one, was one
+        // more layer to copy and poll.
+        send_body(exchange, &self.model, self.body, headers).await
     }
 }
 

@@ -18,7 +18,8 @@
 use std::time::Instant;
 
 use bytes::Bytes;
-use http::header;
+use http::HeaderMap;
+use http::header::{self, HeaderName, HeaderValue};
 use http_body_util::BodyExt;
 
 use super::BackendBody;
@@ -149,13 +150,27 @@ impl ReplyStream {
 
 /// The reply's `Content-Length`, when it has a valid one.
 fn declared_len(parts: &http::response::Parts) -> Option<u64> {
-    parts
-        .headers
-        .get(header::CONTENT_LENGTH)?
+    find(&parts.headers, &header::CONTENT_LENGTH)?
         .to_str()
         .ok()?
         .parse()
         .ok()
+}
+
+/// Past this many names, a hash lookup is cheaper than comparing them.
+const SCAN: usize = 8;
+
+/// The first value of `name`, found without hashing the name when the
+/// headers are few (a backend's reply carries three or four): a lookup
+/// hashes a custom name such as `Inference-Header-Content-Length` byte by
+/// byte, about 270 instructions, where comparing a few names costs a
+/// fraction of that.
+fn find<'h>(headers: &'h HeaderMap, name: &HeaderName) -> Option<&'h HeaderValue> {
+    if headers.keys_len() <= SCAN {
+        headers.iter().find(|(k, _)| *k == name).map(|(_, v)| v)
+    } else {
+        headers.get(name)
+    }
 }
 
 /// A reply of `len` bytes declared over `limit` (after `header` bytes of
@@ -213,15 +228,12 @@ impl BackendReply {
         deadline: Instant,
     ) -> Result<BackendReply, InferError> {
         let bad = |e: FramingError| bad_response(exchange, MalformedReply::Framing(e));
-        let framing = if let Some(v) = parts.headers.get(&super::IHCL) {
+        let framing = if let Some(v) = find(&parts.headers, &super::IHCL) {
             ReplyFraming::Binary {
                 header_len: framing::parse_ihcl(v.as_bytes()).map_err(bad)?,
             }
         } else {
-            let ct = parts
-                .headers
-                .get(header::CONTENT_TYPE)
-                .and_then(|v| v.to_str().ok());
+            let ct = find(&parts.headers, &header::CONTENT_TYPE).and_then(|v| v.to_str().ok());
             match ct.and_then(framing::sagemaker_header_size) {
                 Some(r) => ReplyFraming::Binary {
                     header_len: r.map_err(bad)?,
@@ -305,23 +317,33 @@ impl ReplyHead {
     /// (slices of the backend's frames), BYTES outputs checked element by
     /// element. Bounded by the route's `max_response_bytes`.
     pub async fn collect(
-        self,
+        mut self,
         exchange: Exchange<'_>,
     ) -> Result<(http::response::Parts, InferReply), InferError> {
+        let data = self.read_data(exchange).await?;
         let ReplyHead {
-            parts,
-            doc,
-            raw,
-            after,
-            mut stream,
+            parts, doc, stream, ..
         } = self;
-        let declared = declared_len(&parts);
-        let limit = exchange.route.limits.max_response_bytes;
-        check_declared(exchange, declared, raw.len() as u64, limit)?;
-        let data = collect_data(exchange, &doc, after, &mut stream)
-            .await
-            .map_err(|e| stream.judged(e))?;
+        drop(stream);
         Ok((parts, InferReply { header: doc, data }))
+    }
+
+    /// [`collect`](Self::collect)'s reading, the head borrowed: a future
+    /// that owned the head (its parts, document and stream) was copied
+    /// whole, twice, to be awaited. The body is read to its end; the
+    /// caller drops the stream once it takes the head apart.
+    pub async fn read_data(
+        &mut self,
+        exchange: Exchange<'_>,
+    ) -> Result<Vec<TensorData>, InferError> {
+        let declared = declared_len(&self.parts);
+        let limit = exchange.route.limits.max_response_bytes;
+        check_declared(exchange, declared, self.raw.len() as u64, limit)?;
+        let after = std::mem::take(&mut self.after);
+        let stream = &mut self.stream;
+        collect_data(exchange, &self.doc, after, stream)
+            .await
+            .map_err(|e| stream.judged(e))
     }
 }
 
@@ -441,4 +463,38 @@ fn check_outputs(exchange: Exchange<'_>, doc: &Document) -> Result<(), InferErro
             })?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use http::HeaderMap;
+    use http::header::{self, HeaderValue};
+
+    use super::{SCAN, find};
+    use crate::infer::backend::IHCL;
+
+    /// Scanned among a few headers or looked up among many, the same value:
+    /// the first of a repeated name, none for a missing one.
+    #[test]
+    fn finds_as_a_lookup_does() {
+        for extra in [0, SCAN] {
+            let mut h = HeaderMap::new();
+            for i in 0..extra {
+                h.insert(
+                    format!("x-{i}")
+                        .as_str()
+                        .parse::<http::HeaderName>()
+                        .unwrap(),
+                    HeaderValue::from(i),
+                );
+            }
+            h.append(header::CONTENT_LENGTH, HeaderValue::from_static("12"));
+            h.append(header::CONTENT_LENGTH, HeaderValue::from_static("13"));
+            h.insert(IHCL, HeaderValue::from_static("7"));
+            assert_eq!(h.keys_len() <= SCAN, extra == 0);
+            assert_eq!(find(&h, &header::CONTENT_LENGTH).unwrap(), "12");
+            assert_eq!(find(&h, &IHCL).unwrap(), "7");
+            assert_eq!(find(&h, &header::CONTENT_TYPE), None);
+        }
+    }
 }
