@@ -248,6 +248,10 @@ fn trace_access(r: &crate::observe::access::Record<'_>) {
 /// status nginx uses for it.
 impl Drop for Inner {
     fn drop(&mut self) {
-        self.complete(CLIENT_CLOSED, false, Instant::now());
+        // Almost every request completed already (its reply ended): no
+        // clock reading for those.
+        if !*self.completed.get_mut() {
+            self.complete(CLIENT_CLOSED, false, Instant::now());
+        }
     }
 }
