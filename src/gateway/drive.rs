@@ -118,7 +118,8 @@ impl Gateway {
         }
         let (mut head, body) = req.into_parts();
         let (version, whole) = (head.version, whole::wanted(&head));
-        let clock = BodyClock::start(&head.headers, (&self.shared.config.server).into());
+        let timeouts = (&self.shared.config.server).into();
+        let clock = BodyClock::for_request(&head.headers, &body, version, timeouts);
         let wire = Wire::new(body, clock.clone());
         // The frontend's future is pinned in this one, not moved into
         // another: each move is one more copy of it per request.
