@@ -65,6 +65,9 @@ pub enum Format {
 #[derive(Debug)]
 pub struct Record<'a> {
     pub request_id: &'a str,
+    /// The request id is known to be written as it is (non-empty, only
+    /// characters neither format quotes or escapes): one the gateway made.
+    pub request_id_plain: bool,
     pub kind: &'a str,
     pub method: &'a str,
     pub path: &'a str,
@@ -219,9 +222,13 @@ fn queue(waiting: &Mutex<Vec<u8>>, format: impl FnOnce(&mut Vec<u8>)) -> Outcome
 /// compiler knows: written as one move, without a `memcpy` call), each
 /// string as `$string` writes it.
 macro_rules! fields {
-    ($out:ident, $r:ident, $key:ident, $string:ident) => {{
+    ($out:ident, $r:ident, $key:ident, $string:ident, $plain:ident) => {{
         $out.extend_from_slice($key!("request_id"));
-        $string($out, $r.request_id);
+        if $r.request_id_plain {
+            $plain($out, $r.request_id);
+        } else {
+            $string($out, $r.request_id);
+        }
         $out.extend_from_slice($key!("kind"));
         $string($out, $r.kind);
         $out.extend_from_slice($key!("method"));
@@ -271,7 +278,7 @@ macro_rules! json_key {
 fn text(out: &mut Vec<u8>, now: Duration, r: &Record<'_>) {
     timestamp(out, now);
     out.extend_from_slice(b"  INFO tensorgate::access: request");
-    fields!(out, r, text_key, text_str);
+    fields!(out, r, text_key, text_str, text_plain);
     out.push(b'\n');
 }
 
@@ -279,13 +286,20 @@ fn json(out: &mut Vec<u8>, now: Duration, r: &Record<'_>) {
     out.extend_from_slice(b"{\"timestamp\":\"");
     timestamp(out, now);
     out.extend_from_slice(b"\",\"level\":\"INFO\",\"message\":\"request\"");
-    fields!(out, r, json_key, json_str);
+    fields!(out, r, json_key, json_str, json_plain);
     out.extend_from_slice(b",\"target\":\"tensorgate::access\"}\n");
 }
 
 /// A string as a JSON string.
 fn json_str(out: &mut Vec<u8>, v: &str) {
     crate::codec::v2::strings::write_json_string(v.as_bytes(), out);
+}
+
+/// A value known to need no quotes nor escapes, as a JSON string.
+fn json_plain(out: &mut Vec<u8>, v: &str) {
+    out.push(b'"');
+    out.extend_from_slice(v.as_bytes());
+    out.push(b'"');
 }
 
 fn int(out: &mut Vec<u8>, v: u64) {
@@ -338,6 +352,13 @@ fn text_str(out: &mut Vec<u8>, v: &str) {
     } else {
         crate::codec::v2::strings::write_json_string(v.as_bytes(), out);
     }
+}
+
+/// A value known to be plain (see [`Record::request_id_plain`]), as it
+/// is: no scan of its bytes (a made request id's 32 took about 130
+/// instructions per request under callgrind).
+fn text_plain(out: &mut Vec<u8>, v: &str) {
+    out.extend_from_slice(v.as_bytes());
 }
 
 /// `2026-11-23T19:45:19.` of a second, as the thread last wrote it.
@@ -406,6 +427,7 @@ mod tests {
     fn record() -> Record<'static> {
         Record {
             request_id: "abc",
+            request_id_plain: false,
             kind: "v2",
             method: "POST",
             path: "/v2/models/a b/infer",
@@ -547,6 +569,28 @@ mod tests {
             let mut t = b"before ".to_vec();
             timestamp(&mut t, Duration::new(secs, nanos));
             assert_eq!(std::str::from_utf8(&t).unwrap(), format!("before {text}"));
+        }
+    }
+
+    /// A request id known to be plain is written as the scan would write
+    /// it, in both formats.
+    #[test]
+    fn a_plain_request_id_is_written_as_scanned() {
+        for format in [text, json] {
+            let id = "0123456789abcdef0123456789abcdef";
+            let (mut scanned, mut known) = (Vec::new(), Vec::new());
+            let r = Record {
+                request_id: id,
+                ..record()
+            };
+            format(&mut scanned, Duration::new(0, 0), &r);
+            let r = Record {
+                request_id_plain: true,
+                ..r
+            };
+            format(&mut known, Duration::new(0, 0), &r);
+            assert_eq!(scanned, known);
+            assert!(std::str::from_utf8(&known).unwrap().contains(id));
         }
     }
 

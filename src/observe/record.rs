@@ -121,6 +121,7 @@ impl Inner {
         let method = capped(self.method.as_str());
         let record = crate::observe::access::Record {
             request_id: &request_id,
+            request_id_plain: self.id_made.load(Ordering::Relaxed) && !request_id.is_empty(),
             kind: self.kind.label(),
             method: &method,
             path: &path,
