@@ -45,7 +45,7 @@ use crate::http::headers::strip_credentials;
 use crate::http::wire::{BodyClock, Wire};
 use crate::infer::split;
 use crate::metrics::Kind;
-use crate::observe::{Metered, Observation, Start, ensure_request_id, traced_request_id};
+use crate::observe::{Metered, Observation, Start, ensure_request_id_made, traced_request_id};
 use std::future::Future;
 use std::pin::Pin;
 
@@ -68,9 +68,9 @@ impl Gateway {
             .pipeline
             .as_ref()
             .map(|p| p.request(req.headers()));
-        let request_id = match trace.as_ref().filter(|t| t.sampled()) {
-            Some(t) => traced_request_id(req.headers_mut(), t),
-            None => ensure_request_id(req.headers_mut()),
+        let (request_id, made) = match trace.as_ref().filter(|t| t.sampled()) {
+            Some(t) => (traced_request_id(req.headers_mut(), t), false),
+            None => ensure_request_id_made(req.headers_mut()),
         };
         let backend_hint = split::take_hint(req.headers_mut());
         let endpoint = dispatch::endpoint(&req, &self.shared.prefixes);
@@ -85,6 +85,9 @@ impl Gateway {
             backend_hint,
             trace,
         });
+        if made {
+            obs.id_made();
+        }
         let gw = self;
         match endpoint {
             Ok(Endpoint::V2Infer(f)) => boxed(|| gw.drive(f, req, obs)),
@@ -118,7 +121,8 @@ impl Gateway {
         }
         let (mut head, body) = req.into_parts();
         let (version, whole) = (head.version, whole::wanted(&head));
-        let clock = BodyClock::start(&head.headers, (&self.shared.config.server).into());
+        let timeouts = (&self.shared.config.server).into();
+        let clock = BodyClock::for_request(&head.headers, &body, version, timeouts);
         let wire = Wire::new(body, clock.clone());
         // The frontend's future is pinned in this one, not moved into
         // another: each move is one more copy of it per request.

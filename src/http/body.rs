@@ -79,6 +79,16 @@ impl ChunksBody {
         ChunksBody { chunks, remaining }
     }
 
+    /// The chunks of `chunks`, in the vector's own allocation: neither
+    /// the list nor a chunk is copied (a request body built once and sent
+    /// once need not be cloned chunk by chunk).
+    pub fn from_vec(chunks: Vec<Bytes>) -> Self {
+        let mut chunks = VecDeque::from(chunks);
+        chunks.retain(|c| !c.is_empty());
+        let remaining = chunks.iter().map(|c| c.len() as u64).sum();
+        ChunksBody { chunks, remaining }
+    }
+
     pub fn len(&self) -> u64 {
         self.remaining
     }

@@ -89,7 +89,29 @@ pub struct BodyClock {
 impl BodyClock {
     /// The clock of a body whose head is `headers`, starting now.
     pub fn start(headers: &HeaderMap, timeouts: BodyTimeouts) -> Arc<BodyClock> {
-        let declared = super::headers::declared_length(headers);
+        Self::declaring(super::headers::declared_length(headers), timeouts)
+    }
+
+    /// The clock of a client's request `body` whose head is `headers`,
+    /// starting now. An HTTP/1 body of a length above 0 has it from its
+    /// `Content-Length` alone, as hyper parsed and checked it (a
+    /// `Transfer-Encoding` takes it out of the head): no second lookup and
+    /// parse of the header (about 180 instructions per infer under
+    /// callgrind). Any other body's is read from the head.
+    pub fn for_request(
+        headers: &HeaderMap,
+        body: &Incoming,
+        version: http::Version,
+        timeouts: BodyTimeouts,
+    ) -> Arc<BodyClock> {
+        let declared = match body.size_hint().exact() {
+            Some(n) if n > 0 && version < http::Version::HTTP_2 => Some(n),
+            _ => super::headers::declared_length(headers),
+        };
+        Self::declaring(declared, timeouts)
+    }
+
+    fn declaring(declared: Option<u64>, timeouts: BodyTimeouts) -> Arc<BodyClock> {
         Arc::new(BodyClock {
             timeouts,
             deadline: Instant::now() + timeouts.total,

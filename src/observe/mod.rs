@@ -11,7 +11,7 @@ mod status;
 pub use crate::metrics::Direction;
 use metered::Leg;
 pub use metered::Metered;
-pub use request_id::{ensure_request_id, traced_request_id};
+pub use request_id::{ensure_request_id, ensure_request_id_made, traced_request_id};
 pub use status::{CLIENT_CLOSED, status_label};
 
 use std::sync::Arc;
@@ -58,6 +58,8 @@ struct Inner {
     kind: Kind,
     started: Instant,
     request_id: HeaderValue,
+    /// The request id is one the gateway made ([`Observation::id_made`]).
+    id_made: AtomicBool,
     method: Method,
     path: String,
     /// Set once the frontend knows which route serves the request.
@@ -137,6 +139,7 @@ impl Observation {
                 kind: s.kind,
                 started: Instant::now(),
                 request_id: s.request_id,
+                id_made: AtomicBool::new(false),
                 method: s.method,
                 path: s.path.to_owned(),
                 bound: OnceLock::new(),
@@ -273,6 +276,12 @@ impl Observation {
 
     pub fn request_id(&self) -> &HeaderValue {
         &self.inner.request_id
+    }
+
+    /// Says that the request id is one the gateway made
+    /// ([`ensure_request_id_made`]): its access-log value needs no scan.
+    pub fn id_made(&self) {
+        self.inner.id_made.store(true, Ordering::Relaxed);
     }
 
     /// The request's server span, when tracing is on (sampled or not).

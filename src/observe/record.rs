@@ -121,6 +121,7 @@ impl Inner {
         let method = capped(self.method.as_str());
         let record = crate::observe::access::Record {
             request_id: &request_id,
+            request_id_plain: self.id_made.load(Ordering::Relaxed) && !request_id.is_empty(),
             kind: self.kind.label(),
             method: &method,
             path: &path,
@@ -248,6 +249,10 @@ fn trace_access(r: &crate::observe::access::Record<'_>) {
 /// status nginx uses for it.
 impl Drop for Inner {
     fn drop(&mut self) {
-        self.complete(CLIENT_CLOSED, false, Instant::now());
+        // Almost every request completed already (its reply ended): no
+        // clock reading for those.
+        if !*self.completed.get_mut() {
+            self.complete(CLIENT_CLOSED, false, Instant::now());
+        }
     }
 }

@@ -12,16 +12,22 @@ use crate::trace::{Attribute, CLIENT_REQUEST_ID, Trace};
 
 /// Returns the client's request id, or sets a new one.
 pub fn ensure_request_id(headers: &mut HeaderMap) -> HeaderValue {
+    ensure_request_id_made(headers).0
+}
+
+/// [`ensure_request_id`], and whether the id is a new one (32 hex digits:
+/// written in the access log as it is, without a scan).
+pub fn ensure_request_id_made(headers: &mut HeaderMap) -> (HeaderValue, bool) {
     if !lacks(headers, &REQUEST_ID)
         && let Some(v) = headers.get(&REQUEST_ID)
         && !v.is_empty()
         && v.len() <= 200
     {
-        return v.clone();
+        return (v.clone(), false);
     }
     let id = new_request_id();
     headers.insert(REQUEST_ID, id.clone());
-    id
+    (id, true)
 }
 
 /// The request id of a request whose trace is recorded: its trace id,
@@ -127,5 +133,14 @@ mod tests {
         let mut h = HeaderMap::new();
         h.insert("x-request-id", HeaderValue::from_static("client-id"));
         assert_eq!(ensure_request_id(&mut h), "client-id");
+        // Only a made id is said to be made (a client's is scanned).
+        assert_eq!(
+            ensure_request_id_made(&mut h),
+            ("client-id".parse().unwrap(), false)
+        );
+        let mut h = HeaderMap::new();
+        let (id, made) = ensure_request_id_made(&mut h);
+        assert!(made);
+        assert_eq!(h.get("x-request-id"), Some(&id));
     }
 }

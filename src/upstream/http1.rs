@@ -127,9 +127,9 @@ impl SendError {
 
     /// The request of a failed connect, none of which was sent: a caller
     /// that may send it again need not have kept a copy of it.
-    pub fn take_unsent(&mut self) -> Option<Request<Body>> {
+    pub fn take_unsent(&mut self) -> Option<Box<Request<Body>>> {
         match self {
-            SendError::Connect { unsent, .. } => unsent.take().map(|r| *r),
+            SendError::Connect { unsent, .. } => unsent.take(),
             SendError::Exchange(_) | SendError::Deadline => None,
         }
     }

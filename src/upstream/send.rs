@@ -16,8 +16,8 @@ use super::pick::two_choices;
 use super::retry;
 use super::verdict::ReplyVerdict;
 use super::{
-    Lease, Outgoing, Replica, Stalled, Upstream, UpstreamBody, UpstreamError, Watch, location,
-    ms_at, now_ms,
+    Lease, OutBody, Outgoing, Replica, Stalled, Upstream, UpstreamBody, UpstreamError, Watch,
+    location, ms_at, now_ms,
 };
 use crate::codec::grpc::timeout;
 use crate::config::Protocol;
@@ -41,11 +41,12 @@ enum Attempt {
     /// No answer within the request's time.
     TimedOut,
     /// The exchange failed; `early` as for an answer. `unsent`: the
-    /// request's headers, when none of it was sent and they came back.
+    /// request, when none of it was sent and it came back (boxed as the
+    /// client handed it back: an attempt is moved whole).
     Failed {
         failure: Failure,
         early: bool,
-        unsent: Option<HeaderMap>,
+        unsent: Option<Box<Request<Body>>>,
     },
 }
 
@@ -111,13 +112,16 @@ impl Upstream {
                 }
             }
             let span = AttemptSpan::start(obs, self.name(), replica, tried.len() - 1, &out);
-            // The headers are copied only for another attempt that could
-            // not get them back: one after an answer or a failed exchange
-            // (for a request safe to repeat), or after a connect failure
-            // of a client that keeps the request. The log without a
-            // client request reads its id from them.
+            // The headers and body are copied only for another attempt
+            // that could not get them back: one after an answer or a
+            // failed exchange (for a request safe to repeat), or after a
+            // connect failure of a client that keeps the request. The log
+            // without a client request reads its id from them.
             let copy =
                 again && (retry::repeatable(&out) || !replica.hands_back_unsent() || obs.is_none());
+            // A stream's body is never kept: without it handed back, the
+            // request cannot go again.
+            let kept = copy && out.body.replayable();
             let mut req = request(replica, &mut out, copy);
             span.inject(obs, req.headers_mut());
             let mut attempt = self.attempt(replica, req, deadline, end.take()).await;
@@ -125,11 +129,15 @@ impl Upstream {
                 Attempt::Failed { unsent, .. } => unsent.take(),
                 _ => None,
             };
-            // Without its headers (sent, not handed back), the request
-            // cannot go again.
-            let again = again && (copy || back.is_some());
-            if let Some(headers) = back {
-                out.headers = headers;
+            // Without its headers and body (sent, not handed back), the
+            // request cannot go again.
+            let again = again && (kept || back.is_some());
+            if let Some(back) = back {
+                let (parts, body) = back.into_parts();
+                out.headers = parts.headers;
+                if !kept {
+                    out.body = OutBody::Unsent(body);
+                }
             }
             span.end(&attempt);
             match &attempt {
@@ -443,7 +451,7 @@ fn outcome(sent: Result<Response<ReplyBody>, SendError>, early: bool) -> Attempt
         Err(mut e) => Attempt::Failed {
             failure: classify(&e),
             early,
-            unsent: e.take_unsent().map(|r| r.into_parts().0.headers),
+            unsent: e.take_unsent(),
         },
     }
 }
@@ -467,9 +475,10 @@ async fn answer_after<F: std::future::Future>(
 
 /// The request for one attempt on `replica`, with the replica's `Host`
 /// (in place of any the headers have: a client's `Host` names the gateway).
-/// The headers are copied with `copy`, else moved.
+/// The headers and body are copied with `copy`, else moved (a stream's
+/// body always is).
 fn request(replica: &Replica, out: &mut Outgoing, copy: bool) -> Request<Body> {
-    let mut req = Request::new(out.body.take());
+    let mut req = Request::new(out.body.take(copy));
     *req.method_mut() = out.method.clone();
     *req.uri_mut() = replica.target(&out.path);
     // Set here, not by the client, which would format the replica's `Host`

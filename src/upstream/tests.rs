@@ -148,6 +148,55 @@ async fn a_refused_infer_goes_to_another_replica_with_its_headers() {
     assert_eq!(marked.load(Ordering::SeqCst), 20);
 }
 
+/// An infer's body, in hand, is moved into its request rather than copied
+/// when no copy is wanted (a client that gets it back): a connect failure
+/// hands it back whole, and the next replica gets every byte of it.
+#[tokio::test]
+async fn a_refused_infer_goes_to_another_replica_with_its_body() {
+    use http_body_util::BodyExt;
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let bodies = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let seen = bodies.clone();
+    let server = tokio::spawn(async move {
+        while let Ok((stream, _)) = listener.accept().await {
+            let seen = seen.clone();
+            tokio::spawn(async move {
+                let svc = service_fn(move |req: http::Request<hyper::body::Incoming>| {
+                    let seen = seen.clone();
+                    async move {
+                        let body = req.into_body().collect().await.unwrap().to_bytes();
+                        seen.lock().unwrap().push(body);
+                        Ok::<_, Infallible>(Response::new(full(Bytes::new())))
+                    }
+                });
+                let _ = hyper::server::conn::http1::Builder::new()
+                    .serve_connection(TokioIo::new(stream), svc)
+                    .await;
+            });
+        }
+    });
+    let u = Upstream::new(Arc::new(backend(&[closed_port(), addr])));
+    let watch: Arc<dyn Watch> = Arc::new(Client);
+    for _ in 0..20 {
+        let mut out = infer("m");
+        out.body = OutBody::Chunks(vec![
+            Bytes::from_static(b"{\"inputs\""),
+            Bytes::new(),
+            Bytes::from_static(b":[]}"),
+        ]);
+        let resp = u.send(out, Some(watch.clone())).await.unwrap();
+        assert_eq!(resp.status(), 200);
+        resp.into_body().collect().await.unwrap();
+    }
+    server.abort();
+    let bodies = bodies.lock().unwrap();
+    assert_eq!(bodies.len(), 20);
+    for body in bodies.iter() {
+        assert_eq!(&body[..], b"{\"inputs\":[]}");
+    }
+}
+
 #[tokio::test]
 async fn failing_replicas_are_ejected_then_tried_again() {
     let good = replica(200).await;
