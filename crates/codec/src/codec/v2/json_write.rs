@@ -356,13 +356,22 @@ impl ValueWriter {
 }
 
 #[inline(always)]
-fn int_text<I: itoa::Integer>(out: &mut Vec<u8>, v: I) {
-    out.extend_from_slice(itoa::Buffer::new().format(v).as_bytes());
+fn int_text<I: itoa::Integer + TryInto<u8>>(out: &mut Vec<u8>, v: I) {
+    int(out, v);
 }
 
+/// The decimal text of `v`. Values below 100 (most of a small integer
+/// tensor's: labels, masks, counts, and most shape dimensions) are written
+/// as one or two bytes of a known length; the rest by `itoa`, whose text
+/// is copied out of its buffer with a `memcpy` call, more than the
+/// formatting of a small value costs.
 #[inline]
-fn int<I: itoa::Integer>(out: &mut Vec<u8>, v: I) {
-    out.extend_from_slice(itoa::Buffer::new().format(v).as_bytes());
+fn int<I: itoa::Integer + TryInto<u8>>(out: &mut Vec<u8>, v: I) {
+    match v.try_into() {
+        Ok(small @ 0..=9) => out.push(b'0' + small),
+        Ok(small @ 10..=99) => out.extend_from_slice(&[b'0' + small / 10, b'0' + small % 10]),
+        _ => out.extend_from_slice(itoa::Buffer::new().format(v).as_bytes()),
+    }
 }
 
 trait JsonFloat: zmij::Float + Copy {

@@ -320,9 +320,8 @@ impl DocParser {
             Level::Top => Ok(State::End),
             Level::Entry => {
                 let subject = self.subject();
-                let entry = self.entry.take().unwrap_or_default();
-                let entry = entry.finish(subject, &self.limits, &mut self.heads)?;
-                self.tensors.push(entry);
+                let mut entry = self.entry.take().unwrap_or_default();
+                entry.finish_into(subject, &self.limits, &mut self.heads, &mut self.tensors)?;
                 Ok(State::ListNext)
             }
         }

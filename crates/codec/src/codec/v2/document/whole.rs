@@ -136,16 +136,16 @@ impl Reader<'_, '_> {
             return Some(());
         }
         loop {
-            let entry = self.tensor(self.whole.tensors.len())?;
-            self.whole.tensors.push(entry);
+            self.tensor(self.whole.tensors.len())?;
             if !self.c.more(b']')? {
                 return Some(());
             }
         }
     }
 
-    /// One tensor object, checked as the streaming parser checks it.
-    fn tensor(&mut self, index: usize) -> Option<TensorEntry> {
+    /// One tensor object, checked as the streaming parser checks it and
+    /// appended to the tensors.
+    fn tensor(&mut self, index: usize) -> Option<()> {
         let mut entry = EntryBuilder::new(index);
         // Errors are not reported from here, so the subject is never
         // quoted: no need to keep its name up to date.
@@ -185,8 +185,9 @@ impl Reader<'_, '_> {
         if !self.heads {
             entry.skip_head();
         }
+        let whole = &mut self.whole;
         entry
-            .finish(subject, self.limits, &mut self.whole.heads)
+            .finish_into(subject, self.limits, &mut whole.heads, &mut whole.tensors)
             .ok()
     }
 

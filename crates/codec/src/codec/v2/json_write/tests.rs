@@ -332,3 +332,61 @@ fn the_widest_values_fit_max_text_len() {
         assert_eq!(out.as_ptr(), before, "{dtype}: reallocated");
     }
 }
+
+/// Every value of the 8- and 16-bit types, and the 32- and 64-bit values
+/// around the one- and two-byte fast path (0..=99) and their extremes, are
+/// written as `Display` writes them.
+#[test]
+fn integers_are_their_display_text() {
+    fn check<T: Copy + ToString, const N: usize>(
+        dtype: DataType,
+        values: &[T],
+        f: impl Fn(T) -> [u8; N],
+    ) {
+        let text = values
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join(",");
+        assert_eq!(write_all(dtype, &le(values, f)).unwrap(), text, "{dtype}");
+    }
+    check(
+        DataType::U8,
+        &(0..=u8::MAX).collect::<Vec<_>>(),
+        u8::to_le_bytes,
+    );
+    check(
+        DataType::I8,
+        &(i8::MIN..=i8::MAX).collect::<Vec<_>>(),
+        i8::to_le_bytes,
+    );
+    check(
+        DataType::U16,
+        &(0..=u16::MAX).collect::<Vec<_>>(),
+        u16::to_le_bytes,
+    );
+    check(
+        DataType::I16,
+        &(i16::MIN..=i16::MAX).collect::<Vec<_>>(),
+        i16::to_le_bytes,
+    );
+    let edges = [0i64, 1, 9, 10, 11, 99, 100, 101, 255, 256, 999, 1000];
+    let wide = |v: i64| [v, -v, v + i64::from(i32::MAX) - 1000];
+    let i32s: Vec<i32> = edges
+        .iter()
+        .flat_map(|&v| wide(v))
+        .filter_map(|v| i32::try_from(v).ok())
+        .chain([i32::MIN, i32::MAX])
+        .collect();
+    check(DataType::I32, &i32s, i32::to_le_bytes);
+    let u32s: Vec<u32> = i32s.iter().map(|&v| v as u32).collect();
+    check(DataType::U32, &u32s, u32::to_le_bytes);
+    let i64s: Vec<i64> = edges
+        .iter()
+        .flat_map(|&v| [v, -v, i64::MAX - 1000 + v])
+        .chain([i64::MIN, i64::MAX])
+        .collect();
+    check(DataType::I64, &i64s, i64::to_le_bytes);
+    let u64s: Vec<u64> = i64s.iter().map(|&v| v as u64).collect();
+    check(DataType::U64, &u64s, u64::to_le_bytes);
+}

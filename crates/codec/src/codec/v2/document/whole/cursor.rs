@@ -76,7 +76,12 @@ impl<'a> Cursor<'a> {
 
     #[inline]
     pub fn ws(&mut self) {
-        while let Some(b' ' | b'\n' | b'\r' | b'\t') = self.s.get(self.i) {
+        // One compare for the byte after a token of compact JSON, which is
+        // never whitespace: all four whitespace bytes are below `!`.
+        while let Some(&c) = self.s.get(self.i)
+            && c <= b' '
+            && matches!(c, b' ' | b'\n' | b'\r' | b'\t')
+        {
             self.i += 1;
         }
     }
@@ -125,10 +130,10 @@ impl<'a> Cursor<'a> {
     /// (after whitespace), not yet checked as UTF-8.
     pub fn raw_str(&mut self) -> Option<&'a [u8]> {
         self.eat(b'"')?;
-        let start = self.i;
-        let len = plain_len(self.rest())?;
-        self.i = start + len + 1;
-        self.s.get(start..start + len)
+        let rest = self.rest();
+        let len = plain_len(rest)?;
+        self.i += len + 1;
+        rest.get(..len)
     }
 
     /// The content of a plain string, valid UTF-8.
@@ -144,9 +149,20 @@ impl<'a> Cursor<'a> {
         Some(key)
     }
 
-    /// A member name as a string, once it is known to be kept.
+    /// A member name as a string, once it is known to be kept. The names
+    /// every V2 reply carries are taken from their spelling here, without
+    /// the UTF-8 check of the input (about a hundred instructions for a
+    /// short name: four per small reply).
     pub fn key_string(key: &[u8]) -> Option<String> {
-        std::str::from_utf8(key).ok().map(str::to_owned)
+        let known = match key {
+            b"model_name" => "model_name",
+            b"model_version" => "model_version",
+            b"id" => "id",
+            b"parameters" => "parameters",
+            b"binary_data_size" => "binary_data_size",
+            _ => return std::str::from_utf8(key).ok().map(str::to_owned),
+        };
+        Some(known.to_owned())
     }
 
     /// An integer as JSON writes it, of at most 18 digits; `-0` is left to
@@ -157,23 +173,31 @@ impl<'a> Cursor<'a> {
         let s = self.s;
         let negative = s.get(self.i) == Some(&b'-');
         let start = self.i + usize::from(negative);
-        let mut end = start;
-        let mut v: i64 = 0;
-        while let Some(&c) = s.get(end) {
-            let d = c.wrapping_sub(b'0');
-            if d > 9 {
-                break;
-            }
-            // Wraps only past 18 digits, which are refused below.
-            v = v.wrapping_mul(10).wrapping_add(i64::from(d));
-            end += 1;
-        }
-        let len = end - start;
-        if len == 0 || len > 18 || (len > 1 && s[start] == b'0') || (negative && v == 0) {
+        let first = s.get(start)?.wrapping_sub(b'0');
+        if first > 9 {
             return None;
         }
-        // A number ends at a delimiter: `1.5`, `1e3` are not integers.
-        if let Some(b'.' | b'e' | b'E') = s.get(end) {
+        let mut end = start + 1;
+        let mut v = i64::from(first);
+        if first != 0 {
+            while let Some(&c) = s.get(end) {
+                let d = c.wrapping_sub(b'0');
+                if d > 9 {
+                    break;
+                }
+                // Wraps only past 18 digits, which are refused below.
+                v = v.wrapping_mul(10).wrapping_add(i64::from(d));
+                end += 1;
+            }
+            if end - start > 18 {
+                return None;
+            }
+        } else if negative {
+            return None;
+        }
+        // A number ends at a delimiter: `1.5`, `1e3` are not integers, and
+        // a digit after a leading `0` (`01`) is not JSON.
+        if let Some(b'0'..=b'9' | b'.' | b'e' | b'E') = s.get(end) {
             return None;
         }
         self.i = end;
@@ -260,7 +284,73 @@ impl<'a> Cursor<'a> {
 
 #[cfg(test)]
 mod tests {
-    use super::plain_len;
+    use super::{Cursor, plain_len};
+
+    /// The names taken from their spelling are the names read, and any
+    /// other name is checked as UTF-8.
+    #[test]
+    fn key_string_is_the_name_read() {
+        for name in [
+            "model_name",
+            "model_version",
+            "id",
+            "parameters",
+            "binary_data_size",
+            "model_nam",
+            "binary_data_size_",
+            "é",
+            "",
+        ] {
+            assert_eq!(Cursor::key_string(name.as_bytes()).as_deref(), Some(name));
+        }
+        assert_eq!(Cursor::key_string(b"\xff"), None);
+        assert_eq!(Cursor::key_string(b"id\xc3"), None);
+    }
+
+    /// The integers read, and where reading stops, against what JSON
+    /// allows and the 18-digit bound; everything else is left to serde.
+    #[test]
+    fn int_reads_plain_json_integers_only() {
+        let read = |s: &str| {
+            let mut c = Cursor::new(s.as_bytes());
+            c.int().map(|v| (v, c.i))
+        };
+        assert_eq!(read("0"), Some((0, 1)));
+        assert_eq!(read("7,"), Some((7, 1)));
+        assert_eq!(read(" \n\t\r-42]"), Some((-42, 7)));
+        assert_eq!(read("0]"), Some((0, 1)));
+        assert_eq!(
+            read("999999999999999999"),
+            Some((999_999_999_999_999_999, 18))
+        );
+        assert_eq!(
+            read("-999999999999999999 "),
+            Some((-999_999_999_999_999_999, 19))
+        );
+        for refused in [
+            "",
+            "-",
+            "-0",
+            "-0,",
+            "00",
+            "01",
+            "-01",
+            "1.5",
+            "0.5",
+            "1e3",
+            "1E3",
+            "0e1",
+            "-0.0",
+            "1000000000000000000",
+            "-1000000000000000000",
+            "+1",
+            "x",
+            "- 1",
+            "\u{b}1",
+        ] {
+            assert_eq!(read(refused), None, "{refused:?}");
+        }
+    }
 
     /// The word-at-a-time scan against a byte loop, at every position of
     /// the special byte and with every byte value around it.
