@@ -110,63 +110,36 @@ impl Watch for Client {
     fn stalled(&self, _: &UpstreamError) {}
 }
 
-/// An infer (not safe to repeat, so its headers are not copied) that
-/// found no connection is sent to the next replica with the headers it
-/// came with, handed back by the connection attempt that failed.
-#[tokio::test]
-async fn a_refused_infer_goes_to_another_replica_with_its_headers() {
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let marked = Arc::new(AtomicUsize::new(0));
-    let seen = marked.clone();
-    let server = tokio::spawn(async move {
-        while let Ok((stream, _)) = listener.accept().await {
-            let seen = seen.clone();
-            tokio::spawn(async move {
-                let svc = service_fn(move |req: http::Request<hyper::body::Incoming>| {
-                    if req.headers().get("x-probe").is_some_and(|v| v == "kept") {
-                        seen.fetch_add(1, Ordering::SeqCst);
-                    }
-                    async move { Ok::<_, Infallible>(Response::new(full(Bytes::new()))) }
-                });
-                let _ = hyper::server::conn::http1::Builder::new()
-                    .serve_connection(TokioIo::new(stream), svc)
-                    .await;
-            });
-        }
-    });
-    let u = Upstream::new(Arc::new(backend(&[closed_port(), addr])));
-    let watch: Arc<dyn Watch> = Arc::new(Client);
-    for _ in 0..20 {
-        let mut out = infer("m");
-        out.headers
-            .insert("x-probe", HeaderValue::from_static("kept"));
-        let resp = u.send(out, Some(watch.clone())).await.unwrap();
-        assert_eq!(resp.status(), 200);
-    }
-    server.abort();
-    assert_eq!(marked.load(Ordering::SeqCst), 20);
+/// A replica answering every request 200, keeping what it got: each
+/// request's headers and whole body.
+struct Recorder {
+    addr: SocketAddr,
+    got: Arc<std::sync::Mutex<Vec<(http::HeaderMap, Bytes)>>>,
+    task: tokio::task::JoinHandle<()>,
 }
 
-/// An infer's body, in hand, is moved into its request rather than copied
-/// when no copy is wanted (a client that gets it back): a connect failure
-/// hands it back whole, and the next replica gets every byte of it.
-#[tokio::test]
-async fn a_refused_infer_goes_to_another_replica_with_its_body() {
+impl Drop for Recorder {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+async fn recorder() -> Recorder {
     use http_body_util::BodyExt;
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
-    let bodies = Arc::new(std::sync::Mutex::new(Vec::new()));
-    let seen = bodies.clone();
-    let server = tokio::spawn(async move {
+    let got = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let seen = got.clone();
+    let task = tokio::spawn(async move {
         while let Ok((stream, _)) = listener.accept().await {
             let seen = seen.clone();
             tokio::spawn(async move {
                 let svc = service_fn(move |req: http::Request<hyper::body::Incoming>| {
                     let seen = seen.clone();
                     async move {
-                        let body = req.into_body().collect().await.unwrap().to_bytes();
-                        seen.lock().unwrap().push(body);
+                        let (parts, body) = req.into_parts();
+                        let body = body.collect().await.unwrap().to_bytes();
+                        seen.lock().unwrap().push((parts.headers, body));
                         Ok::<_, Infallible>(Response::new(full(Bytes::new())))
                     }
                 });
@@ -176,7 +149,40 @@ async fn a_refused_infer_goes_to_another_replica_with_its_body() {
             });
         }
     });
-    let u = Upstream::new(Arc::new(backend(&[closed_port(), addr])));
+    Recorder { addr, got, task }
+}
+
+/// An infer (not safe to repeat, so its headers are not copied) that
+/// found no connection is sent to the next replica with the headers it
+/// came with, handed back by the connection attempt that failed.
+#[tokio::test]
+async fn a_refused_infer_goes_to_another_replica_with_its_headers() {
+    let rec = recorder().await;
+    let u = Upstream::new(Arc::new(backend(&[closed_port(), rec.addr])));
+    let watch: Arc<dyn Watch> = Arc::new(Client);
+    for _ in 0..20 {
+        let mut out = infer("m");
+        out.headers
+            .insert("x-probe", HeaderValue::from_static("kept"));
+        let resp = u.send(out, Some(watch.clone())).await.unwrap();
+        assert_eq!(resp.status(), 200);
+    }
+    let got = rec.got.lock().unwrap();
+    let marked = got
+        .iter()
+        .filter(|(h, _)| h.get("x-probe").is_some_and(|v| v == "kept"))
+        .count();
+    assert_eq!(marked, 20);
+}
+
+/// An infer's body, in hand, is moved into its request rather than copied
+/// when no copy is wanted (a client that gets it back): a connect failure
+/// hands it back whole, and the next replica gets every byte of it.
+#[tokio::test]
+async fn a_refused_infer_goes_to_another_replica_with_its_body() {
+    use http_body_util::BodyExt;
+    let rec = recorder().await;
+    let u = Upstream::new(Arc::new(backend(&[closed_port(), rec.addr])));
     let watch: Arc<dyn Watch> = Arc::new(Client);
     for _ in 0..20 {
         let mut out = infer("m");
@@ -189,10 +195,9 @@ async fn a_refused_infer_goes_to_another_replica_with_its_body() {
         assert_eq!(resp.status(), 200);
         resp.into_body().collect().await.unwrap();
     }
-    server.abort();
-    let bodies = bodies.lock().unwrap();
-    assert_eq!(bodies.len(), 20);
-    for body in bodies.iter() {
+    let got = rec.got.lock().unwrap();
+    assert_eq!(got.len(), 20);
+    for (_, body) in got.iter() {
         assert_eq!(&body[..], b"{\"inputs\":[]}");
     }
 }
