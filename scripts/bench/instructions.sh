@@ -5,8 +5,8 @@
 # hardware counters. Use it to decide small changes on the request path.
 #
 #   bash scripts/bench/instructions.sh [--bin PATH] [--requests N] [--top K]
-#        [--gw-arg ARG]... [--keep DIR] [--nginx] [--floor PATH] [--smoke]
-#        [get|infer|infer256]...
+#        [--gw-arg ARG]... [--keep DIR] [--nginx] [--floor PATH] [--lines]
+#        [--smoke] [get|infer|infer256]...
 #
 # Starts the demo backend and the gateway (under callgrind) on loopback,
 # sends 200 warm-up requests, zeroes the counts, sends N (default 1000)
@@ -37,6 +37,14 @@
 # client with nothing else, the floor under target 3 for a proxy that keeps
 # hyper on both sides. Its lines start with "hyper-floor".
 #
+# --lines: also the code footprint (scripts/bench/code_lines.py): the
+# distinct 64-byte lines of machine code the counted requests executed,
+# which a request on a cold core (one that ran the backend, or another
+# tenant, since) must fetch again. Callgrind then records each
+# instruction's address, which makes the run about a third slower. Not for
+# nginx, whose Debian binary has no symbols (callgrind keeps no addresses
+# for code outside a known function).
+#
 # --smoke: CI's check of issue 25's target 3 (GET <= 25,000 and small infer
 # <= 60,000 instructions per request): 300 requests per case, no function
 # list, and exit 1 when a case is past twice its target. The count is exact
@@ -59,6 +67,7 @@ NGINX=0
 FLOOR=
 SMOKE=0
 KEEP=
+LINES=0
 while [ $# -gt 0 ]; do
   case $1 in
   --bin) BIN=$2 && shift 2 ;;
@@ -68,6 +77,7 @@ while [ $# -gt 0 ]; do
   --keep) KEEP=$2 && shift 2 ;;
   --nginx) NGINX=1 && shift ;;
   --floor) FLOOR=$2 && shift 2 ;;
+  --lines) LINES=1 && shift ;;
   --smoke) SMOKE=1 REQUESTS=300 TOP=0 && shift ;;
   get | infer | infer256) CASES+=("$1") && shift ;;
   *) bench_die "unknown argument $1" ;;
@@ -129,6 +139,9 @@ count() {
   total=$(awk '/^totals:/ {print $2}' "$dump")
   [ -z "$KEEP" ] || cp "$dump" "$KEEP/cg-$name-$case.out"
   printf '%s: %d instructions per request (%d requests, %s)\n' "$5" "$((total / REQUESTS))" "$REQUESTS" "$6"
+  if [ "$LINES" = 1 ] && [ "$name" != nginx ]; then
+    printf '%s: %s\n' "$5" "$(python3 scripts/bench/code_lines.py "$dump")"
+  fi
   if [ "$SMOKE" = 1 ] && [ "$name" = gateway ] && [ "${TARGET[$case]}" -gt 0 ]; then
     local line=$((2 * ${TARGET[$case]}))
     if [ "$((total / REQUESTS))" -gt "$line" ]; then
@@ -147,6 +160,7 @@ count() {
 # callgrind NAME CASE: sets VG to the valgrind command line that counts NAME.
 callgrind() {
   VG=(valgrind --tool=callgrind --compress-strings=no --compress-pos=no --callgrind-out-file="$WORK/cg-$1-$2.%p")
+  [ "$LINES" = 0 ] || [ "$1" = nginx ] || VG+=(--dump-instr=yes)
 }
 
 for case in "${CASES[@]}"; do

@@ -53,6 +53,9 @@ run_triton() {
     pin=(taskset -c "$others")
     bench_log "triton: Triton on CPU $TRITON_CPU; client, tensorgate and nginx on CPUs $others"
   fi
+  # The same values sent binary, directly and through tensorgate (nothing to
+  # convert): what Triton's binary input saves, and what the hop costs alone.
+  targets+=(--binary-target "direct-binary=$url" --binary-target "gateway-binary=http://127.0.0.1:$GW_PORT")
   timeout --kill-after=10 3600 ${pin[@]+"${pin[@]}"} "$TRITON_PY" scripts/bench/json_client.py "${targets[@]}" \
     --model identity_fp32 --sizes "$REQUESTS" --rounds "$TRITON_ROUNDS" \
     --deadline 3000 --out "$WORK/triton.tsv" ||

@@ -62,6 +62,28 @@ class Triton:
             out.append(line)
         return out
 
+    def binary_table(self):
+        """Where the time through tensorgate goes, when the client also sent
+        the values binary (json_client's --binary-target): Triton's own
+        binary speed, the hop alone (a binary client through tensorgate:
+        nothing converted) and the conversions (JSON through tensorgate
+        minus binary through tensorgate). Empty without those targets."""
+        if not (self.has("direct-binary") and self.has("gateway-binary")):
+            return []
+        out = ["The same values sent binary as well (Triton's binary extension both ways, as tritonclient "
+               "sends by default), directly and through tensorgate, which then converts nothing: the hop "
+               "costs the difference of the two binary medians, and tensorgate's two conversions the "
+               "difference of its JSON and binary medians.", "",
+               "| N (FP32) | direct, JSON | direct, binary | through tensorgate, JSON | through tensorgate, "
+               "binary | the hop (binary through tensorgate - binary direct) | the conversions (JSON "
+               "through tensorgate - binary through tensorgate) |",
+               "| --- | --- | --- | --- | --- | --- | --- |"]
+        for n in self.sizes:
+            d, db, g, gb = (statistics.median(self.lat(n, t))
+                            for t in ("direct", "direct-binary", "gateway", "gateway-binary"))
+            out.append(f"| {label(n)} | {ms(d)} | {ms(db)} | {ms(g)} | {ms(gb)} | {ms(gb - db)} | {ms(g - gb)} |")
+        return out
+
     def checks(self):
         return [Check(f"5. JSON client to Triton, N={label(n)}: speedup through tensorgate", self.speedup(n),
                       TARGET[n], ">=", "x", [self.speedup(n, r) for r in self.rounds])

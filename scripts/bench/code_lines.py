@@ -1,0 +1,58 @@
+"""Code footprint of a callgrind dump written with --dump-instr=yes: the
+distinct 64-byte lines (and 4 KiB pages) of machine code that executed in
+the dump's window, per object file and in all.
+
+    python3 scripts/bench/code_lines.py DUMP
+
+Requests that repeat one path execute the same code, so the distinct lines
+over a window of many requests are what one request touches: the code a
+cold request must bring into the instruction cache (and the pages into the
+TLB) again after the core ran something else. Cost lines are read only
+where callgrind gives their address (every line with --dump-instr=yes and
+--compress-pos=no); the cost lines of calls (after `calls=`) are the
+callee's inclusive cost at the call's address, already counted.
+"""
+
+import collections
+import re
+import sys
+
+LINE = re.compile(r"^(0x[0-9a-f]+) (\d+)")
+
+
+def footprint(path):
+    lines = collections.defaultdict(set)
+    obj = "?"
+    after_call = False
+    with open(path) as f:
+        for text in f:
+            if text.startswith("ob="):
+                obj = text[3:].strip()
+                continue
+            if text.startswith("calls="):
+                after_call = True
+                continue
+            m = LINE.match(text)
+            if not m:
+                continue
+            if after_call:
+                after_call = False
+                continue
+            if int(m.group(2)):
+                lines[obj].add(int(m.group(1), 16) >> 6)
+    return lines
+
+
+def main():
+    if len(sys.argv) != 2:
+        sys.exit(__doc__.split("\n\n")[1])
+    lines = footprint(sys.argv[1])
+    every = set().union(*lines.values()) if lines else set()
+    pages = {line >> 6 for line in every}
+    print(f"{len(every)} code lines of 64 bytes ({len(every) * 64 // 1024} KiB) in {len(pages)} pages of 4 KiB", end="")
+    top = sorted(lines.items(), key=lambda kv: -len(kv[1]))[:3]
+    print(": " + ", ".join(f"{obj.rsplit('/', 1)[-1]} {len(s)}" for obj, s in top))
+
+
+if __name__ == "__main__":
+    main()
