@@ -2,12 +2,16 @@
 distinct 64-byte lines (and 4 KiB pages) of machine code that executed in
 the dump's window, per object file and in all.
 
-    python3 scripts/bench/code_lines.py DUMP
+    python3 scripts/bench/code_lines.py DUMP [REQUESTS]
 
 Requests that repeat one path execute the same code, so the distinct lines
 over a window of many requests are what one request touches: the code a
 cold request must bring into the instruction cache (and the pages into the
-TLB) again after the core ran something else. Cost lines are read only
+TLB) again after the core ran something else. With REQUESTS (the requests
+in the window), a line counts only if one of its instructions ran at least
+REQUESTS / 2 times: the code of (nearly) every request, without what ran
+now and then in the window (timers, allocator refills, the background
+tasks). Cost lines are read only
 where callgrind gives their address (every line with --dump-instr=yes and
 --compress-pos=no); the cost lines of calls (after `calls=`) are the
 callee's inclusive cost at the call's address, already counted.
@@ -20,7 +24,7 @@ import sys
 LINE = re.compile(r"^(0x[0-9a-f]+) (\d+)")
 
 
-def footprint(path):
+def footprint(path, least=1):
     lines = collections.defaultdict(set)
     obj = "?"
     after_call = False
@@ -38,15 +42,15 @@ def footprint(path):
             if after_call:
                 after_call = False
                 continue
-            if int(m.group(2)):
+            if int(m.group(2)) >= least:
                 lines[obj].add(int(m.group(1), 16) >> 6)
     return lines
 
 
 def main():
-    if len(sys.argv) != 2:
+    if len(sys.argv) not in (2, 3):
         sys.exit(__doc__.split("\n\n")[1])
-    lines = footprint(sys.argv[1])
+    lines = footprint(sys.argv[1], max(1, int(sys.argv[2]) // 2) if len(sys.argv) == 3 else 1)
     every = set().union(*lines.values()) if lines else set()
     pages = {line >> 6 for line in every}
     print(f"{len(every)} code lines of 64 bytes ({len(every) * 64 // 1024} KiB) in {len(pages)} pages of 4 KiB", end="")

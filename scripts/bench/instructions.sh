@@ -6,7 +6,7 @@
 #
 #   bash scripts/bench/instructions.sh [--bin PATH] [--requests N] [--top K]
 #        [--gw-arg ARG]... [--keep DIR] [--nginx] [--floor PATH] [--lines]
-#        [--smoke] [get|infer|infer256]...
+#        [--mangled] [--smoke] [get|infer|infer256]...
 #
 # Starts the demo backend and the gateway (under callgrind) on loopback,
 # sends 200 warm-up requests, zeroes the counts, sends N (default 1000)
@@ -38,12 +38,16 @@
 # hyper on both sides. Its lines start with "hyper-floor".
 #
 # --lines: also the code footprint (scripts/bench/code_lines.py): the
-# distinct 64-byte lines of machine code the counted requests executed,
-# which a request on a cold core (one that ran the backend, or another
-# tenant, since) must fetch again. Callgrind then records each
+# distinct 64-byte lines of machine code that every request executed
+# (an instruction on the line ran at least once per two requests), which
+# a request on a cold core (one that ran the backend, or another tenant,
+# since) must fetch again. Callgrind then records each
 # instruction's address, which makes the run about a third slower. Not for
 # nginx, whose Debian binary has no symbols (callgrind keeps no addresses
 # for code outside a known function).
+#
+# --mangled: functions under the linker's names (valgrind --demangle=no),
+# as scripts/bench/symbol_order.sh needs them from --keep's dumps.
 #
 # --smoke: CI's check of issue 25's target 3 (GET <= 25,000 and small infer
 # <= 60,000 instructions per request): 300 requests per case, no function
@@ -68,6 +72,7 @@ FLOOR=
 SMOKE=0
 KEEP=
 LINES=0
+MANGLED=0
 while [ $# -gt 0 ]; do
   case $1 in
   --bin) BIN=$2 && shift 2 ;;
@@ -78,6 +83,7 @@ while [ $# -gt 0 ]; do
   --nginx) NGINX=1 && shift ;;
   --floor) FLOOR=$2 && shift 2 ;;
   --lines) LINES=1 && shift ;;
+  --mangled) MANGLED=1 && shift ;;
   --smoke) SMOKE=1 REQUESTS=300 TOP=0 && shift ;;
   get | infer | infer256) CASES+=("$1") && shift ;;
   *) bench_die "unknown argument $1" ;;
@@ -140,7 +146,7 @@ count() {
   [ -z "$KEEP" ] || cp "$dump" "$KEEP/cg-$name-$case.out"
   printf '%s: %d instructions per request (%d requests, %s)\n' "$5" "$((total / REQUESTS))" "$REQUESTS" "$6"
   if [ "$LINES" = 1 ] && [ "$name" != nginx ]; then
-    printf '%s: %s\n' "$5" "$(python3 scripts/bench/code_lines.py "$dump")"
+    printf '%s: %s\n' "$5" "$(python3 scripts/bench/code_lines.py "$dump" "$REQUESTS")"
   fi
   if [ "$SMOKE" = 1 ] && [ "$name" = gateway ] && [ "${TARGET[$case]}" -gt 0 ]; then
     local line=$((2 * ${TARGET[$case]}))
@@ -161,6 +167,7 @@ count() {
 callgrind() {
   VG=(valgrind --tool=callgrind --compress-strings=no --compress-pos=no --callgrind-out-file="$WORK/cg-$1-$2.%p")
   [ "$LINES" = 0 ] || [ "$1" = nginx ] || VG+=(--dump-instr=yes)
+  [ "$MANGLED" = 0 ] || VG+=(--demangle=no)
 }
 
 for case in "${CASES[@]}"; do

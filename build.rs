@@ -1,0 +1,70 @@
+//! Link order of the hot code: the release `tensorgate` binary is linked
+//! with `link/symbol-order.txt`, the functions that every request runs
+//! (written by `scripts/bench/symbol_order.sh` from callgrind runs), placed
+//! next to each other by lld's `--symbol-ordering-file`.
+//!
+//! Why: a request executes about 3,000 distinct 64-byte lines of code
+//! spread over about 380 pages of the 11 MB of text. Warm, that costs
+//! little; but a request that comes after the core ran something else (at
+//! c=1 behind a Triton, whose threads and Python stub evict the gateway's
+//! code) fetches them all again. Ordered, the same code sits on about half
+//! as many pages (`scripts/bench/instructions.sh --lines`), and behind a
+//! real Triton the gateway spent 14-16 % less CPU per request
+//! (docs/PERFORMANCE.md).
+//!
+//! Only where the linker is known to be lld: rustc 1.90 or later on
+//! `x86_64-unknown-linux-gnu` (its default linker since 1.90), in the
+//! release and bench profiles, and unless `RUSTFLAGS` chooses a linker.
+//! Elsewhere, or with `TENSORGATE_SYMBOL_ORDER=off`, the binary links as
+//! before. Names the binary does not have are skipped without a warning,
+//! so a stale list only orders less.
+
+use std::env;
+use std::path::Path;
+use std::process::Command;
+
+fn main() {
+    println!("cargo::rerun-if-changed=build.rs");
+    println!("cargo::rerun-if-changed=link/symbol-order.txt");
+    println!("cargo::rerun-if-env-changed=TENSORGATE_SYMBOL_ORDER");
+    if let Some(list) = symbol_order() {
+        println!("cargo::rustc-link-arg-bin=tensorgate=-Wl,--symbol-ordering-file={list}");
+        println!("cargo::rustc-link-arg-bin=tensorgate=-Wl,--no-warn-symbol-ordering");
+    }
+}
+
+/// The list's path, when it should be used.
+fn symbol_order() -> Option<String> {
+    if env::var("TENSORGATE_SYMBOL_ORDER").is_ok_and(|v| v == "off") {
+        return None;
+    }
+    if env::var("TARGET").ok()? != "x86_64-unknown-linux-gnu" {
+        return None;
+    }
+    if env::var("PROFILE").ok()? != "release" {
+        return None;
+    }
+    // A linker of the user's own choosing may not be lld.
+    let flags = env::var("CARGO_ENCODED_RUSTFLAGS").unwrap_or_default();
+    if flags.contains("linker") {
+        return None;
+    }
+    if rustc_minor()? < 90 {
+        return None;
+    }
+    let list = Path::new(&env::var("CARGO_MANIFEST_DIR").ok()?).join("link/symbol-order.txt");
+    // The path goes to the linker whole: one with a comma would be split.
+    let list = list.to_str()?.to_owned();
+    (Path::new(&list).is_file() && !list.contains(',')).then_some(list)
+}
+
+/// The minor version of the rustc that builds the crate (`1.95.0` -> 95).
+fn rustc_minor() -> Option<u32> {
+    let rustc = env::var("RUSTC").unwrap_or_else(|_| "rustc".into());
+    let out = Command::new(rustc).arg("--version").output().ok()?;
+    let text = String::from_utf8(out.stdout).ok()?;
+    let version = text.split_whitespace().nth(1)?;
+    let mut parts = version.split('.');
+    (parts.next()? == "1").then_some(())?;
+    parts.next()?.parse().ok()
+}
