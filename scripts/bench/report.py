@@ -90,8 +90,12 @@ def triton_section(meta, triton):
                 f" Triton's processes ran pinned to CPU {meta['triton_cpu']} and the client, tensorgate "
                 "and nginx to the other CPUs (`--triton-cpu`), as with a Triton that has cores of its own; "
                 "without it the scheduler spreads everything over both cores."
-                if meta.get("triton_cpu") else ""), ""] + triton.tables(meta) + [""] + (
-                triton.binary_table() + [""] if triton.binary_table() else [])
+                if meta.get("triton_cpu") else ""), ""] + triton.tables(meta) + [""] + with_gap(triton.binary_table())
+
+
+def with_gap(lines):
+    """`lines` and an empty line after them, or nothing."""
+    return lines + [""] if lines else []
 
 
 def section(meta, proxy, triton):
