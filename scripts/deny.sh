@@ -7,8 +7,11 @@
 #
 # Installs cargo-deny (pinned version, `cargo install --locked`) when it is
 # missing; the installed binary stays in cargo's bin folder for later runs.
-# The check itself reads only Cargo.lock and the local registry cache: it
-# needs no network (advisories, which would, are not checked).
+# The check reads Cargo.lock and the local registry cache (advisories, which
+# would need the network, are not checked). That cache must hold every
+# package of Cargo.lock, other platforms' too (windows-sys, ...), which a
+# build on this machine never downloads: `cargo fetch` gets them first (a
+# no-op once they are there).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 VERSION=0.20.2
@@ -18,4 +21,5 @@ if ! cargo deny --version 2>/dev/null | grep -q " $VERSION\$"; then
   cargo install --locked "cargo-deny@$VERSION"
 fi
 [ "${1:-}" = --install ] && exit 0
+cargo fetch --locked --quiet
 cargo deny --frozen check bans licenses sources
