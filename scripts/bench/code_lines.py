@@ -18,32 +18,18 @@ callee's inclusive cost at the call's address, already counted.
 """
 
 import collections
-import re
 import sys
 
-LINE = re.compile(r"^(0x[0-9a-f]+) (\d+)")
+from callgrind import own_costs
 
 
 def footprint(path, least=1):
+    """{object: set of 64-byte line numbers} of the instructions that ran at
+    least `least` times."""
     lines = collections.defaultdict(set)
-    obj = "?"
-    after_call = False
-    with open(path) as f:
-        for text in f:
-            if text.startswith("ob="):
-                obj = text[3:].strip()
-                continue
-            if text.startswith("calls="):
-                after_call = True
-                continue
-            m = LINE.match(text)
-            if not m:
-                continue
-            if after_call:
-                after_call = False
-                continue
-            if int(m.group(2)) >= least:
-                lines[obj].add(int(m.group(1), 16) >> 6)
+    for _, obj, _, positions, cost in own_costs(path):
+        if cost >= least and positions[0].startswith("0x"):
+            lines[obj].add(int(positions[0], 16) >> 6)
     return lines
 
 

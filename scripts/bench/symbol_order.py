@@ -20,42 +20,24 @@ request on a cold core pays for. A name the binary no longer has is skipped
 by the linker; --coverage says how many of the listed names a binary has.
 """
 
-import re
 import subprocess
 import sys
 
-COST = re.compile(r"^(?:0x[0-9a-f]+|[+-]?\d+|\*) (\d+)")
+from callgrind import own_costs
 
 
-def own_costs(path):
+def program_costs(path):
     """{function: own cost} for the functions of the profiled program."""
-    program, obj, fn, after_call = None, None, None, False
     costs = {}
-    with open(path) as f:
-        for line in f:
-            if line.startswith("cmd:"):
-                program = line.split()[1].rsplit("/", 1)[-1]
-            elif line.startswith("ob="):
-                obj = line[3:].strip().rsplit("/", 1)[-1]
-            elif line.startswith("fn="):
-                fn = line[3:].strip()
-            elif line.startswith("calls="):
-                after_call = True
-            else:
-                m = COST.match(line)
-                if not m or fn is None:
-                    continue
-                if after_call:  # a call's inclusive cost, not the caller's own
-                    after_call = False
-                    continue
-                if obj == program:
-                    costs[fn] = costs.get(fn, 0) + int(m.group(1))
+    for program, obj, fn, _, cost in own_costs(path):
+        if obj == program:
+            costs[fn] = costs.get(fn, 0) + cost
     return costs
 
 
 def order(requests, dumps):
     """The functions of every request first, then the others that ran."""
-    costs = [own_costs(dump) for dump in dumps]
+    costs = [program_costs(dump) for dump in dumps]
     listed, seen = [], set()
     for every_request in (True, False):
         for dump_costs in costs:
