@@ -12,7 +12,8 @@ extension instead, as tritonclient sends them by default (a JSON header with
 `binary_data_output`), so that nothing needs converting on the way: sent
 through tensorgate, it measures the hop without the conversions.
 
-Each round sends, for each size, K requests to each target in turn. Every
+Size by size (smallest first), each round sends K requests to each target
+in turn, starting one target further on each round. Every
 reply is parsed as JSON after its timing and checked (output name, shape,
 datatype, element count); the first reply of each target and size is also
 checked value for value against the request, as FP32. Writes one line per
@@ -158,21 +159,26 @@ def main():
     deadline = time.monotonic() + args.deadline
     targets = [Target(*loopback_target(t), args.timeout) for t in args.target]
     targets += [Target(*loopback_target(t), args.timeout, binary=True) for t in args.binary_target]
-    sizes = [tuple(int(x) for x in s.split("=")) for s in args.sizes.split(",")]
+    sizes = sorted(tuple(int(x) for x in s.split("=")) for s in args.sizes.split(","))
     path = f"/v2/models/{args.model}/infer"
     bodies = {n: request_body(n, args.input) for n, _ in sizes}
     with open(args.out + ".bodies", "w") as f:
         f.writelines(f"{n}\t{len(body)}\n" for n, (body, _) in bodies.items())
-    for n, _ in sizes:  # warm-up (connections, caches), and the value-for-value check
-        for t in targets:
-            body, headers = t.request(n, bodies, args)
-            for i in range(WARMUP if n <= 65536 else 1):
-                _, status, ihcl, reply = t.post(path, body, headers)
-                check_reply(t, n, status, ihcl, reply, args, raw=None if i else bodies[n][1])
+    # Size by size, smallest first: a size's rounds run before any larger
+    # request, whose after-effects (the backend's and the machine's) once
+    # slowed every later round of the small sizes, direct access included.
+    # Each round starts at the next target, so no target always follows
+    # the same one.
     with open(args.out, "w") as out:
-        for rnd in range(1, args.rounds + 1):
-            for n, k in sizes:
-                for t in targets:
+        for n, k in sizes:
+            for t in targets:  # warm-up (connections, caches), and the value-for-value check
+                body, headers = t.request(n, bodies, args)
+                for i in range(WARMUP if n <= 65536 else 1):
+                    _, status, ihcl, reply = t.post(path, body, headers)
+                    check_reply(t, n, status, ihcl, reply, args, raw=None if i else bodies[n][1])
+            for rnd in range(1, args.rounds + 1):
+                first = (rnd - 1) % len(targets)
+                for t in targets[first:] + targets[:first]:
                     body, headers = t.request(n, bodies, args)
                     for seq in range(1, k + 1):
                         if time.monotonic() > deadline:
@@ -181,8 +187,7 @@ def main():
                         check_reply(t, n, status, ihcl, reply, args)
                         out.write(f"{n}\t{t.name}\t{rnd}\t{seq}\t{elapsed * 1000:.3f}\t{len(reply)}\n")
                     out.flush()
-            print(f"json_client: round {rnd}/{args.rounds} done", file=sys.stderr)
-
+                print(f"json_client: N={n}: round {rnd}/{args.rounds} done", file=sys.stderr)
 
 if __name__ == "__main__":
     main()

@@ -80,12 +80,14 @@ def triton_section(meta, triton):
             "(`scripts/bench/json_client.py`, `http.client` on a keep-alive connection) posts the "
             "same V2 JSON request (random FP32 values written as `json.dumps` of a numpy float32 "
             "array's `tolist()` does) and times it to the last byte of the JSON reply; every reply "
-            "is parsed and checked afterwards, the first of each kind value for value. Each round "
-            f"sends {per_round(meta['requests'])} to Triton directly, then the same through "
-            "tensorgate" + (", then through nginx (`scripts/bench/nginx.sh`), which forwards the JSON "
+            "is parsed and checked afterwards, the first of each kind value for value. Size by "
+            "size, smallest first (no round of a small size follows a large request), each round "
+            f"sends {per_round(meta['requests'])} to Triton directly and the same through "
+            "tensorgate" + (" and through nginx (`scripts/bench/nginx.sh`), which forwards the JSON "
                             "as it is: what one hop costs in that place, translating nothing"
                             if triton.has("nginx") else "") +
-            f"; {meta['triton_rounds']} round(s), after a few warm-up requests. Medians of "
+            ", each round starting one target further on"
+            f"; {meta['triton_rounds']} round(s), after a few warm-up requests of the size. Medians of "
             "the per-request latencies." + (
                 f" Triton's processes ran pinned to CPU {meta['triton_cpu']} and the client, tensorgate "
                 "and nginx to the other CPUs (`--triton-cpu`), as with a Triton that has cores of its own; "
