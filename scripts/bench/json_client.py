@@ -165,10 +165,9 @@ def main():
     with open(args.out + ".bodies", "w") as f:
         f.writelines(f"{n}\t{len(body)}\n" for n, (body, _) in bodies.items())
     # Size by size, smallest first: a size's rounds run before any larger
-    # request, whose after-effects (the backend's and the machine's) once
-    # slowed every later round of the small sizes, direct access included.
-    # Each round starts at the next target, so no target always follows
-    # the same one.
+    # request, so what a large request leaves behind (in the backend and on
+    # the machine) cannot weigh on a small size's rounds. Each round starts
+    # at the next target, so no target always follows the same one.
     with open(args.out, "w") as out:
         for n, k in sizes:
             for t in targets:  # warm-up (connections, caches), and the value-for-value check
@@ -188,6 +187,7 @@ def main():
                         out.write(f"{n}\t{t.name}\t{rnd}\t{seq}\t{elapsed * 1000:.3f}\t{len(reply)}\n")
                     out.flush()
                 print(f"json_client: N={n}: round {rnd}/{args.rounds} done", file=sys.stderr)
+
 
 if __name__ == "__main__":
     main()
