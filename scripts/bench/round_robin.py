@@ -18,27 +18,23 @@ binary output). Used for the link-order measurements of docs/PERFORMANCE.md
 """
 
 import argparse
-import http.client
 import os
 import statistics
 import sys
-import time
-import urllib.parse
 
-from json_client import binary_request, request_body
+from json_client import Target, loopback_target, request_body
 
 WARMUP = 20
 
 
 def parse_target(spec):
+    """NAME=URL,MODEL,json|binary[,PID]: (Target, MODEL, PID or None)."""
     name, _, rest = spec.partition("=")
     parts = rest.split(",")
-    u = urllib.parse.urlsplit(parts[0])
-    ok = (len(parts) in (3, 4) and u.scheme == "http" and u.hostname in ("127.0.0.1", "localhost", "::1")
-          and parts[2] in ("json", "binary") and (len(parts) == 3 or parts[3].isdigit()))
-    if not ok:
+    if len(parts) not in (3, 4) or parts[2] not in ("json", "binary") or not (len(parts) == 3 or parts[3].isdigit()):
         sys.exit(f"round_robin: {spec!r}: NAME=http://127.0.0.1:PORT,MODEL,json|binary[,PID]")
-    return name, u.hostname, u.port, parts[1], parts[2], int(parts[3]) if len(parts) == 4 else None
+    target = Target(*loopback_target(f"{name}={parts[0]}"), 30, binary=parts[2] == "binary")
+    return target, parts[1], int(parts[3]) if len(parts) == 4 else None
 
 
 def cpu_ticks(pid):
@@ -53,29 +49,23 @@ def main():
     p.add_argument("--requests", type=int, default=1000)
     p.add_argument("--input", default="INPUT0")
     args = p.parse_args()
-    body, raw = request_body(args.n, args.input)
+    bodies = {args.n: request_body(args.n, args.input)}
     targets = []
     for spec in args.target:
-        name, host, port, model, kind, pid = parse_target(spec)
-        if kind == "binary":
-            b, h = binary_request(args.n, args.input, raw)
-        else:
-            b, h = body, {"Content-Type": "application/json"}
-        conn = http.client.HTTPConnection(host, port, timeout=30)
-        targets.append(dict(name=name, conn=conn, path=f"/v2/models/{model}/infer", body=b, headers=h, pid=pid, lat=[]))
+        target, model, pid = parse_target(spec)
+        body, headers = target.request(args.n, bodies, args)
+        targets.append(dict(name=target.name, target=target, path=f"/v2/models/{model}/infer", body=body,
+                            headers=headers, pid=pid, lat=[]))
     for i in range(WARMUP + args.requests):
         if i == WARMUP:
             for t in targets:
                 t["ticks"] = cpu_ticks(t["pid"]) if t["pid"] else None
         for t in targets:
-            start = time.perf_counter()
-            t["conn"].request("POST", t["path"], t["body"], t["headers"])
-            resp = t["conn"].getresponse()
-            reply = resp.read()
-            if resp.status != 200:
-                sys.exit(f"round_robin: {t['name']}: HTTP {resp.status}: {reply[:200]!r}")
+            elapsed, status, _, reply = t["target"].post(t["path"], t["body"], t["headers"])
+            if status != 200:
+                sys.exit(f"round_robin: {t['name']}: HTTP {status}: {reply[:200]!r}")
             if i >= WARMUP:
-                t["lat"].append(time.perf_counter() - start)
+                t["lat"].append(elapsed)
     hz = os.sysconf("SC_CLK_TCK")
     for t in targets:
         lat = sorted(t["lat"])
