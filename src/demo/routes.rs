@@ -25,6 +25,7 @@ fn method(path: &V2Path) -> Option<Method> {
             ..
         }
         | V2Path::Control { .. }
+        | V2Path::AllStats
         | V2Path::Other => None,
         _ => Some(Method::GET),
     }
@@ -58,7 +59,9 @@ where
             version,
             action,
         } => (name, version, action),
-        V2Path::Control { .. } | V2Path::Other => return Err(DemoError::NotFound),
+        V2Path::Control { .. } | V2Path::AllStats | V2Path::Other => {
+            return Err(DemoError::NotFound);
+        }
     };
     let model = match catalog::find(&name) {
         Some(model) => model,

@@ -26,8 +26,8 @@ pub mod v2;
 use std::future::Future;
 use std::sync::Arc;
 
-use http::Response;
 use http::request::Parts;
+use http::{HeaderMap, Response};
 
 use crate::config::{Config, Route};
 use crate::error::Error;
@@ -127,6 +127,8 @@ pub struct Call<'a> {
     pub target: Target<'a>,
     /// What a reply may hold for a client not taking it yet.
     pub spool: &'a SpoolLimits,
+    /// The configuration the request is served under.
+    pub config: &'a Config,
 }
 
 /// The body as the frontend gets it. Made once per request and moved once:
@@ -192,7 +194,7 @@ impl std::fmt::Debug for Health {
 }
 
 /// What the gateway lends a frontend that binds its request itself.
-pub trait Services: Sync + std::fmt::Debug {
+pub trait Services: Send + Sync + std::fmt::Debug {
     fn config(&self) -> &Config;
 
     /// Binds the request to `route` serving `model`: observed under the
@@ -207,6 +209,33 @@ pub trait Services: Sync + std::fmt::Debug {
         head: &Parts,
         obs: &'a Observation,
     ) -> Binding<'a>;
+
+    /// Binds a stream of requests (gRPC `ModelStreamInfer`) to `route`,
+    /// as [`Services::bind`] does, but takes no token: each of its
+    /// messages takes its own ([`Services::bind_message`]).
+    fn bind_stream<'a>(
+        &'a self,
+        route: &'a Arc<Route>,
+        model: &str,
+        head: &Parts,
+        obs: &'a Observation,
+    ) -> Binding<'a>;
+
+    /// Binds one message of a stream, observed by `obs` (its own), to the
+    /// route its model names, like a unary call: its caller checked with
+    /// the stream's `headers` against the route's keys, one token taken,
+    /// its backend chosen.
+    fn bind_message<'a>(
+        &'a self,
+        route: &'a Arc<Route>,
+        model: &str,
+        headers: &HeaderMap,
+        obs: &'a Observation,
+    ) -> Binding<'a>;
+
+    /// The same services, owned: for a stream's task, which outlives the
+    /// call that started it.
+    fn owned(&self) -> Arc<dyn Services>;
 }
 
 /// What [`Services::bind`] comes to: the exchange, once the caller's

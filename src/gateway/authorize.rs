@@ -70,6 +70,19 @@ impl Gateway {
         key: Option<Arc<str>>,
         obs: &Observation,
     ) -> Result<(), Error> {
+        self.take_caller(route, key, obs, 1).await
+    }
+
+    /// Records who is calling on `route`, as [`Gateway::admit_caller`]
+    /// does, and takes `tokens` request tokens (none for a stream, whose
+    /// messages each take their own).
+    pub async fn take_caller(
+        &self,
+        route: &Route,
+        key: Option<Arc<str>>,
+        obs: &Observation,
+        tokens: u64,
+    ) -> Result<(), Error> {
         let limiter = self.shared.limits.route(&route.name).cloned();
         if key.is_none() && limiter.is_none() {
             // Nothing to record: no key names the caller, no limit counts
@@ -82,10 +95,10 @@ impl Gateway {
             limiter: limiter.clone(),
         });
         match limiter {
-            Some(l) => Ok(l
-                .admit(key.as_ref(), Unit::Requests, 1, Instant::now())
+            Some(l) if tokens > 0 => Ok(l
+                .admit(key.as_ref(), Unit::Requests, tokens, Instant::now())
                 .await?),
-            None => Ok(()),
+            _ => Ok(()),
         }
     }
 

@@ -160,15 +160,18 @@ fn by_segments(method: &Method, segments: &[&str]) -> Endpoint {
         V2Path::Control { kind, model } => Endpoint::Passthrough(v2::Passthrough {
             model,
             control: Some(kind),
+            all_stats: false,
         }),
         // The name moved, not copied: one allocation fewer per request.
         V2Path::Model { name, .. } => Endpoint::Passthrough(v2::Passthrough {
             model: Some(name),
             control: None,
+            all_stats: false,
         }),
         other => Endpoint::Passthrough(v2::Passthrough {
             model: other.model().map(str::to_owned),
             control: None,
+            all_stats: other == V2Path::AllStats,
         }),
     }
 }
@@ -246,14 +249,16 @@ mod tests {
             classify_ok(Method::GET, "/v2/models/%73imple"),
             Endpoint::Passthrough(v2::Passthrough {
                 model: Some("simple".into()),
-                control: None
+                control: None,
+                all_stats: false,
             })
         );
         assert_eq!(
             classify_ok(Method::GET, "/v2/models/simple"),
             Endpoint::Passthrough(v2::Passthrough {
                 model: Some("simple".into()),
-                control: None
+                control: None,
+                all_stats: false,
             })
         );
     }
@@ -284,14 +289,16 @@ mod tests {
             classify_ok(Method::GET, "/v2/models/simple/infer"),
             Endpoint::Passthrough(v2::Passthrough {
                 model: Some("simple".into()),
-                control: None
+                control: None,
+                all_stats: false,
             })
         );
         assert_eq!(
             classify_ok(Method::POST, "/v2/repository/models/simple/load"),
             Endpoint::Passthrough(v2::Passthrough {
                 model: Some("simple".into()),
-                control: Some(Control::Repository)
+                control: Some(Control::Repository),
+                all_stats: false,
             })
         );
         assert!(matches!(

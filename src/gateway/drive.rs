@@ -25,7 +25,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use http::request::Parts;
-use http::{HeaderValue, Request, Response, Version, header};
+use http::{HeaderMap, HeaderValue, Request, Response, Version, header};
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
 
@@ -138,6 +138,7 @@ impl Gateway {
                             obs: &obs,
                             target,
                             spool: &self.shared.spool,
+                            config: &self.shared.config,
                         };
                         let serve = std::pin::pin!(f.serve(call));
                         let overdue = std::pin::pin!(clock.overdue());
@@ -338,12 +339,52 @@ impl Services for Gateway {
         head: &Parts,
         obs: &'a Observation,
     ) -> Binding<'a> {
+        self.bind_with(route, model, &head.headers, obs, 1)
+    }
+
+    fn bind_stream<'a>(
+        &'a self,
+        route: &'a Arc<Route>,
+        model: &str,
+        head: &Parts,
+        obs: &'a Observation,
+    ) -> Binding<'a> {
+        self.bind_with(route, model, &head.headers, obs, 0)
+    }
+
+    fn bind_message<'a>(
+        &'a self,
+        route: &'a Arc<Route>,
+        model: &str,
+        headers: &HeaderMap,
+        obs: &'a Observation,
+    ) -> Binding<'a> {
+        self.bind_with(route, model, headers, obs, 1)
+    }
+
+    fn owned(&self) -> Arc<dyn Services> {
+        Arc::new(self.clone())
+    }
+}
+
+impl Gateway {
+    /// Binds `obs` to `route` serving `model`, checks the caller's
+    /// credentials in `headers` against the route's keys and takes
+    /// `tokens` request tokens from its limits; the exchange.
+    fn bind_with<'a>(
+        &'a self,
+        route: &'a Arc<Route>,
+        model: &str,
+        headers: &HeaderMap,
+        obs: &'a Observation,
+        tokens: u64,
+    ) -> Binding<'a> {
         self.bind_route(route, model, obs);
-        let checked = self.check_head(route, &head.headers, false);
+        let checked = self.check_head(route, headers, false);
         Box::pin(async move {
             // SigV4 is not taken here: the check gives a key or fails.
             if let Checked::Key(key) = checked? {
-                self.admit_caller(route, key, obs).await?;
+                self.take_caller(route, key, obs, tokens).await?;
             }
             Ok(self.exchange(route, obs)?)
         })

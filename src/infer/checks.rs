@@ -4,6 +4,7 @@
 //! hold whichever protocol reached it.
 
 use super::InferError;
+use crate::codec::grpc::budget::Caps;
 use crate::codec::v2::DocLimits;
 use crate::codec::v2::{DocParser, Document};
 use crate::config::Route;
@@ -49,4 +50,17 @@ pub fn doc_limits(route: &Route) -> DocLimits {
     let l = &route.limits;
     DocLimits::new(l.max_elements_per_tensor, l.max_dims)
         .with_member_budget(l.max_json_header_bytes, MAX_MEMBER_VALUES)
+}
+
+/// The same limits for a protobuf message (a gRPC client's request, a
+/// gRPC backend's reply), checked on its wire form before it is decoded:
+/// what lies outside tensor data is bounded like a JSON header.
+pub fn grpc_caps(route: &Route) -> Caps {
+    let l = &route.limits;
+    Caps {
+        max_values: MAX_MEMBER_VALUES,
+        max_header_bytes: l.max_json_header_bytes,
+        max_elements: l.max_elements_per_tensor,
+        max_dims: l.max_dims as u64,
+    }
 }

@@ -182,6 +182,7 @@ async fn fetch(upstream: &Upstream, model: &ModelRef) -> Result<ModelMetadata, M
 
 /// `ModelMetadata` from a gRPC backend, read as its JSON twin.
 async fn fetch_grpc(upstream: &Upstream, model: &ModelRef) -> Result<ModelMetadata, MetadataError> {
+    use crate::codec::grpc::budget::{self, Caps};
     use crate::codec::grpc::json::model_metadata_to_json;
     use crate::codec::grpc::proto::inference as pb;
     use crate::upstream::grpc::{self, Answer};
@@ -213,6 +214,9 @@ async fn fetch_grpc(upstream: &Upstream, model: &ModelRef) -> Result<ModelMetada
         .map_err(|e| invalid(format!("reading the reply failed: {e}")))?;
     match answer {
         Answer::Message(m) => {
+            if let Some(schema) = budget::schema("inference.ModelMetadataResponse") {
+                budget::check(schema, &m, &Caps::DEFAULT).map_err(|e| invalid(e.to_string()))?;
+            }
             let reply = pb::ModelMetadataResponse::decode(m).map_err(|e| invalid(e.to_string()))?;
             let json = model_metadata_to_json(&reply).map_err(|e| invalid(e.to_string()))?;
             ModelMetadata::parse(&json).map_err(invalid)

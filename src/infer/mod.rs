@@ -21,6 +21,7 @@ pub mod request;
 pub mod route;
 pub mod shadow;
 pub mod split;
+pub mod stats;
 
 pub use error::{InferError, violated};
 pub use request::{InferReply, InferRequest, ModelRef, TensorData};

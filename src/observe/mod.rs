@@ -160,6 +160,41 @@ impl Observation {
         obs
     }
 
+    /// One message of this request's stream (a gRPC `ModelStreamInfer`
+    /// message), observed as a request of its own: counted, bound to the
+    /// route its model names, its caller and errors recorded, and its own
+    /// access-log line (request id `{id}.{n}`) once [`Observation::end`]
+    /// says how it ended. Not traced apart from the stream.
+    pub fn message(&self, n: u64) -> Observation {
+        let id = self.inner.request_id.as_bytes();
+        let mut made = Vec::with_capacity(id.len() + 8);
+        made.extend_from_slice(id);
+        made.push(b'.');
+        made.extend_from_slice(itoa::Buffer::new().format(n).as_bytes());
+        let request_id =
+            HeaderValue::from_bytes(&made).unwrap_or_else(|_| self.inner.request_id.clone());
+        let obs = Observation::start(Start {
+            metrics: &self.inner.metrics,
+            kind: self.inner.kind,
+            request_id,
+            method: self.inner.method.clone(),
+            path: &self.inner.path,
+            backend_hint: self.inner.backend_hint.clone(),
+            trace: None,
+        });
+        if self.inner.id_made.load(Ordering::Relaxed) {
+            obs.id_made();
+        }
+        obs
+    }
+
+    /// Ends an exchange that has no reply body of its own (a message of a
+    /// stream) with `status` (the HTTP status its outcome stands for):
+    /// counted and logged now.
+    pub fn end(&self, status: u16) {
+        self.complete(status, true, Instant::now());
+    }
+
     /// Names the route (and model) serving this request, and the route's
     /// series (resolved when the configuration was built: see
     /// [`Metrics::route`]). Only the first call counts.

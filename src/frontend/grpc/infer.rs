@@ -12,13 +12,13 @@ use http::Response;
 use super::message::{self, GrpcError};
 use super::status;
 use crate::codec::grpc::proto::inference::ModelInferRequest;
-use crate::codec::grpc::{self, frame};
+use crate::codec::grpc::{self, budget, frame};
 use crate::error::Error;
 use crate::frontend::{Call, Target};
 use crate::http::body::Body;
 use crate::http::headers::trace_headers;
 use crate::infer::backend::{self, Sent};
-use crate::infer::checks::{check_request, doc_limits};
+use crate::infer::checks::{check_request, doc_limits, grpc_caps};
 use crate::infer::route::{self, RouteError};
 use crate::infer::{InferRequest, ModelRef, TensorData};
 use crate::observe::Direction;
@@ -36,14 +36,18 @@ pub async fn serve(call: Call<'_>) -> Result<Response<Body>, Error> {
     let limits = message::limits(&head.headers, body.limit())?;
     let bytes = message::read_one(&mut body, limits).await?;
     let started = Instant::now();
-    let request: ModelInferRequest = message::decode(bytes, "ModelInferRequest")?;
+    // Bound from the model it names, read off its top level: nothing of
+    // it is decoded before its caller is checked and it is within its
+    // route's limits.
+    let (model_name, _) = budget::model_of_request(&bytes).map_err(GrpcError::from)?;
     let config = services.config();
-    let route = route::for_model(config, &request.model_name, |_| true)?;
-    let exchange = services
-        .bind(route, &request.model_name, &head, obs)
-        .await?;
+    let route = route::for_model(config, model_name, |_| true)?;
+    let exchange = services.bind(route, model_name, &head, obs).await?;
     // Counted under the route, now that it is known.
     drop(body);
+    message::within_route(route, &bytes)?;
+    let request: ModelInferRequest =
+        message::decode_within(bytes, &budget::MODEL_INFER_REQUEST, &grpc_caps(route))?;
     let version = Some(request.model_version.clone()).filter(|v| !v.is_empty());
     let v2 = grpc::request_to_v2(request, &doc_limits(route)).map_err(GrpcError::from)?;
     let model = ModelRef {

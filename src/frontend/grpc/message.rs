@@ -8,8 +8,10 @@ use bytes::Bytes;
 use http::HeaderMap;
 use prost::Message;
 
+use crate::codec::grpc::budget::{self, BudgetError, Caps, Schema};
 use crate::codec::grpc::status::Code;
 use crate::codec::grpc::{self, FrameDecoder, FrameError, FrameLimits};
+use crate::config::Route;
 use crate::error::{Class, Classify, Error, TensorLabel, Violated};
 use crate::http::client_body::ClientBody;
 
@@ -29,6 +31,9 @@ pub enum GrpcError {
     },
     #[error("{0}")]
     Convert(#[from] grpc::InferError),
+    /// Refused on its wire form, before it was decoded.
+    #[error("{0}")]
+    Budget(#[from] BudgetError),
     #[error("grpc-encoding {0:?} is not supported: send messages uncompressed")]
     Encoding(String),
     #[error("unknown method {0}")]
@@ -50,6 +55,7 @@ impl Classify for GrpcError {
     fn class(&self) -> Class {
         match self {
             GrpcError::Frame(FrameError::TooLarge { .. }) => Class::TooLarge,
+            GrpcError::Budget(e) if !e.is_malformed() => Class::TooLarge,
             GrpcError::Frame(FrameError::CompressedWithoutEncoding) | GrpcError::Encoding(_) => {
                 Class::UnsupportedEncoding
             }
@@ -73,10 +79,13 @@ impl Classify for GrpcError {
 
     fn violated(&self) -> Option<Violated> {
         match self {
-            GrpcError::Frame(FrameError::TooLarge { .. }) => Some(Violated {
-                tensor: TensorLabel::Request,
-                rule: "limit",
-            }),
+            GrpcError::Budget(e) if e.is_malformed() => None,
+            GrpcError::Frame(FrameError::TooLarge { .. }) | GrpcError::Budget(_) => {
+                Some(Violated {
+                    tensor: TensorLabel::Request,
+                    rule: "limit",
+                })
+            }
             _ => None,
         }
     }
@@ -114,6 +123,41 @@ pub async fn read_one(body: &mut ClientBody, limits: FrameLimits) -> Result<Byte
     }
     frames.finish().map_err(GrpcError::from)?;
     Ok(message.ok_or(GrpcError::NoMessage)?)
+}
+
+/// A message read under the largest limit of the routes it could be for,
+/// against the limit of the route it turned out to be for.
+pub fn within_route(route: &Route, message: &Bytes) -> Result<(), GrpcError> {
+    let limit = route.limits.max_body_bytes;
+    let declared = message.len() as u64;
+    if declared > limit {
+        return Err(FrameError::TooLarge { declared, limit }.into());
+    }
+    Ok(())
+}
+
+/// Decodes a message of type `M` (of `schema`) once its wire form is
+/// within `caps`: nothing is allocated for a message that would decode
+/// into more than its caps allow.
+pub fn decode_within<M: Message + Default>(
+    bytes: Bytes,
+    schema: &'static Schema,
+    caps: &Caps,
+) -> Result<M, GrpcError> {
+    budget::check(schema, &bytes, caps)?;
+    decode(bytes, schema.name)
+}
+
+/// Decodes a small message that no route's limits apply to (one of the
+/// calls other than inference), within the default caps.
+pub fn decode_small<M: Message + Default>(
+    bytes: Bytes,
+    name: &'static str,
+) -> Result<M, GrpcError> {
+    if let Some(schema) = budget::schema(&format!("inference.{name}")) {
+        budget::check(schema, &bytes, &Caps::DEFAULT)?;
+    }
+    decode(bytes, name)
 }
 
 /// Decodes a message of type `M`.

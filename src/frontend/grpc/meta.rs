@@ -24,7 +24,7 @@ use crate::frontend::{Call, Target};
 use crate::http::body::Body;
 use crate::http::headers::trace_headers;
 use crate::infer::route::{self, RouteError};
-use crate::infer::{Exchange, InferError, backend};
+use crate::infer::{Exchange, InferError, backend, stats};
 use crate::upstream::grpc::{self as upstream_grpc, Answer};
 use crate::upstream::{OutBody, Outgoing};
 
@@ -35,6 +35,7 @@ pub async fn serve(method: Method, call: Call<'_>) -> Result<Response<Body>, Err
         body,
         obs,
         target,
+        config,
         ..
     } = call;
     let mut body = body.into_read()?;
@@ -64,7 +65,18 @@ pub async fn serve(method: Method, call: Call<'_>) -> Result<Response<Body>, Err
         }
     };
     drop(body);
-    let reply = answer(method, exchange, bytes, forwarded).await?;
+    let all_stats = method == Method::ModelStatistics
+        && model_named(method, &bytes)?.is_some_and(|n| n.is_empty());
+    let mut reply = answer(method, exchange, bytes, forwarded).await?;
+    if all_stats {
+        // Every model's statistics: those of the route's own models.
+        reply = stats::retain_grpc(config, exchange.route, &reply).map_err(|e| {
+            GrpcError::Translate {
+                what: "model statistics",
+                reason: e.to_string(),
+            }
+        })?;
+    }
     let framed = frame::encode(vec![reply]).map_err(|e| GrpcError::Translate {
         what: "reply",
         reason: e.to_string(),
@@ -77,24 +89,30 @@ fn model_named(method: Method, bytes: &Bytes) -> Result<Option<String>, GrpcErro
     let b = bytes.clone();
     Ok(Some(match method {
         Method::ModelReady => {
-            message::decode::<pb::ModelReadyRequest>(b, "ModelReadyRequest")?.name
+            message::decode_small::<pb::ModelReadyRequest>(b, "ModelReadyRequest")?.name
         }
         Method::ModelMetadata => {
-            message::decode::<pb::ModelMetadataRequest>(b, "ModelMetadataRequest")?.name
+            message::decode_small::<pb::ModelMetadataRequest>(b, "ModelMetadataRequest")?.name
         }
         Method::ModelConfig => {
-            message::decode::<pb::ModelConfigRequest>(b, "ModelConfigRequest")?.name
+            message::decode_small::<pb::ModelConfigRequest>(b, "ModelConfigRequest")?.name
         }
         Method::ModelStatistics => {
-            message::decode::<pb::ModelStatisticsRequest>(b, "ModelStatisticsRequest")?.name
+            message::decode_small::<pb::ModelStatisticsRequest>(b, "ModelStatisticsRequest")?.name
         }
         Method::RepositoryModelLoad => {
-            message::decode::<pb::RepositoryModelLoadRequest>(b, "RepositoryModelLoadRequest")?
-                .model_name
+            message::decode_small::<pb::RepositoryModelLoadRequest>(
+                b,
+                "RepositoryModelLoadRequest",
+            )?
+            .model_name
         }
         Method::RepositoryModelUnload => {
-            message::decode::<pb::RepositoryModelUnloadRequest>(b, "RepositoryModelUnloadRequest")?
-                .model_name
+            message::decode_small::<pb::RepositoryModelUnloadRequest>(
+                b,
+                "RepositoryModelUnloadRequest",
+            )?
+            .model_name
         }
         _ => return Ok(None),
     }))
@@ -127,7 +145,7 @@ async fn answer(
             .encode_to_vec()
         }
         Method::ModelReady => {
-            let m: pb::ModelReadyRequest = message::decode(bytes, "ModelReadyRequest")?;
+            let m: pb::ModelReadyRequest = message::decode_small(bytes, "ModelReadyRequest")?;
             let path = format!("{}/ready", model_path(&m.name, &m.version));
             let (status, _) = fetch(exchange, get(path), headers).await?;
             pb::ModelReadyResponse {
@@ -140,18 +158,19 @@ async fn answer(
             translate("server metadata", tr::server_metadata_from_json(&body))?
         }
         Method::ModelMetadata => {
-            let m: pb::ModelMetadataRequest = message::decode(bytes, "ModelMetadataRequest")?;
+            let m: pb::ModelMetadataRequest = message::decode_small(bytes, "ModelMetadataRequest")?;
             let body = fetch_ok(exchange, get(model_path(&m.name, &m.version)), headers).await?;
             translate("model metadata", tr::model_metadata_from_json(&body))?
         }
         Method::ModelConfig => {
-            let m: pb::ModelConfigRequest = message::decode(bytes, "ModelConfigRequest")?;
+            let m: pb::ModelConfigRequest = message::decode_small(bytes, "ModelConfigRequest")?;
             let path = format!("{}/config", model_path(&m.name, &m.version));
             let body = fetch_ok(exchange, get(path), headers).await?;
             translate("model configuration", tr::model_config_from_json(&body))?
         }
         Method::ModelStatistics => {
-            let m: pb::ModelStatisticsRequest = message::decode(bytes, "ModelStatisticsRequest")?;
+            let m: pb::ModelStatisticsRequest =
+                message::decode_small(bytes, "ModelStatisticsRequest")?;
             let path = if m.name.is_empty() {
                 "/v2/models/stats".to_owned()
             } else {
@@ -161,7 +180,8 @@ async fn answer(
             translate("model statistics", tr::model_statistics_from_json(&body))?
         }
         Method::RepositoryIndex => {
-            let m: pb::RepositoryIndexRequest = message::decode(bytes, "RepositoryIndexRequest")?;
+            let m: pb::RepositoryIndexRequest =
+                message::decode_small(bytes, "RepositoryIndexRequest")?;
             let mut path = "/v2/repository".to_owned();
             if !m.repository_name.is_empty() {
                 path.push('/');
@@ -175,11 +195,11 @@ async fn answer(
         Method::RepositoryModelLoad | Method::RepositoryModelUnload => {
             let (name, parameters, action) = if method == Method::RepositoryModelLoad {
                 let m: pb::RepositoryModelLoadRequest =
-                    message::decode(bytes, "RepositoryModelLoadRequest")?;
+                    message::decode_small(bytes, "RepositoryModelLoadRequest")?;
                 (m.model_name, m.parameters, "load")
             } else {
                 let m: pb::RepositoryModelUnloadRequest =
-                    message::decode(bytes, "RepositoryModelUnloadRequest")?;
+                    message::decode_small(bytes, "RepositoryModelUnloadRequest")?;
                 (m.model_name, m.parameters, "unload")
             };
             let mut path = "/v2/repository/models/".to_owned();

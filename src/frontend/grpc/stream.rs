@@ -1,21 +1,31 @@
 //! `ModelStreamInfer`: a stream of inference requests, each answered by
-//! one or more responses (several for a decoupled model). The stream is
-//! bound to the route of its first request's model; every request
-//! message is checked against that route's rules (and its elements
-//! charged to the caller's limits) before it goes on, and one that breaks
-//! a rule is answered with the stream's error message, as Triton answers a
-//! failed request on a stream, while the stream goes on.
+//! one or more responses (several for a decoupled model). Every request
+//! message is a request of its own, as a unary call is: observed apart
+//! (its own access-log line and count), bound to the route its model
+//! names, its caller checked against that route's keys with the stream's
+//! credentials and one token taken from its rate limits, its elements
+//! charged, its tensors checked against its route's rules, all before it
+//! goes on. One that fails is answered with the stream's error message,
+//! as Triton answers a failed request on a stream, while the stream goes
+//! on. The stream itself is bound to the route of its first message
+//! (credentials checked, no token taken).
 //!
 //! - To a backend that speaks gRPC, the stream goes through both ways:
 //!   checked request messages are forwarded as they came, the backend's
-//!   response messages and final status come back as they are.
+//!   response messages and final status come back as they are. Such a
+//!   stream carries requests for its first route's models only (one
+//!   backend stream); a message for another route's model is refused.
+//!   A message's access-log line is written when it is forwarded.
 //! - To a backend that speaks HTTP, each request is one infer through the
-//!   core, its response sent when it is back, in order. A decoupled model
-//!   cannot answer an HTTP infer (Triton: 501): the stream then ends with
-//!   UNIMPLEMENTED saying so — such models need a `grpc://` backend.
+//!   core (through its own route), its response sent when it is back, in
+//!   order. A decoupled model cannot answer an HTTP infer (Triton: 501):
+//!   the stream then ends with UNIMPLEMENTED saying so — such models need
+//!   a `grpc://` backend.
 //!
-//! The stream's messages are read under the route's body limit each (on
-//! their prefix), and the whole stream under the server's body timeouts.
+//! The stream's messages are read under the largest body limit of the
+//! routes they may be for, each then held to its own route's limit and
+//! its wire form checked against the route's caps before it is decoded;
+//! the whole stream is read under the server's body timeouts.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -32,18 +42,16 @@ use super::message::{self, GrpcError};
 use super::status::{self, Code, code_of};
 use crate::codec::grpc::proto::inference::ModelInferRequest;
 use crate::codec::grpc::proto::inference::infer_parameter::ParameterChoice;
-use crate::codec::grpc::{self, FrameDecoder, frame};
+use crate::codec::grpc::{self, FrameDecoder, budget, frame};
 use crate::config::{Protocol, Route};
 use crate::error::{DeadlineExceeded, Error};
-use crate::frontend::{Call, Target};
+use crate::frontend::{Call, Services, Target};
 use crate::http::body::{Body, BoxError};
 use crate::http::client_body::ClientBody;
 use crate::http::headers::trace_headers;
 use crate::infer::backend::{self, Sent};
-use crate::infer::checks::{check_request, doc_limits};
-use crate::infer::metadata::MetadataCache;
+use crate::infer::checks::{check_request, doc_limits, grpc_caps};
 use crate::infer::route::{self, RouteError};
-use crate::infer::shadow::Mirror;
 use crate::infer::{Exchange, InferRequest, ModelRef, TensorData};
 use crate::observe::{Direction, Observation};
 use crate::upstream::{OutBody, Outgoing, Upstream};
@@ -53,24 +61,18 @@ const BUFFERED_FRAMES: usize = 8;
 
 /// What every request of the stream shares, owned by the stream's task.
 struct Stream {
+    services: Arc<dyn Services>,
+    /// The route of the stream's first message, and its backend.
     route: Arc<Route>,
     upstream: Upstream,
-    metadata: Arc<MetadataCache>,
-    shadow: Option<Mirror>,
+    /// The stream's own observation (the HTTP/2 request).
     obs: Observation,
+    /// Trace headers, forwarded with every request.
     headers: HeaderMap,
-}
-
-impl Stream {
-    fn exchange(&self) -> Exchange<'_> {
-        Exchange {
-            route: &self.route,
-            upstream: &self.upstream,
-            metadata: &self.metadata,
-            shadow: self.shadow.as_ref(),
-            obs: &self.obs,
-        }
-    }
+    /// The client's head, whose credentials each message is checked with.
+    credentials: HeaderMap,
+    /// Messages taken so far.
+    taken: std::sync::atomic::AtomicU64,
 }
 
 /// Serves one `ModelStreamInfer` call.
@@ -88,18 +90,17 @@ pub async fn serve(call: Call<'_>) -> Result<Response<Body>, Error> {
     let Some(first) = next_message(&mut body, &mut frames).await? else {
         return Err(GrpcError::NoMessage.into());
     };
-    let request: ModelInferRequest = message::decode(first.clone(), "ModelInferRequest")?;
-    let route = route::for_model(services.config(), &request.model_name, |_| true)?;
-    let exchange = services
-        .bind(route, &request.model_name, &head, obs)
-        .await?;
+    let (model_name, _) = budget::model_of_request(&first).map_err(GrpcError::from)?;
+    let route = route::for_model(services.config(), model_name, |_| true)?;
+    let exchange = services.bind_stream(route, model_name, &head, obs).await?;
     let stream = Stream {
+        services: services.owned(),
         route: exchange.route.clone(),
         upstream: exchange.upstream.clone(),
-        metadata: exchange.metadata.clone(),
-        shadow: exchange.shadow.cloned(),
         obs: obs.clone(),
         headers: trace_headers(&head.headers),
+        credentials: head.headers.clone(),
+        taken: Default::default(),
     };
     let (tx, rx) = mpsc::channel(BUFFERED_FRAMES);
     let reader = Reader { body, frames };
@@ -220,18 +221,59 @@ struct Checked {
     says_final: bool,
 }
 
-/// Checks one request message against the stream's route: its model is
-/// the route's, its tensors pass the rules; the request, converted.
-fn checked(stream: &Stream, message: Bytes) -> Result<Checked, Error> {
-    let mut request: ModelInferRequest = message::decode(message, "ModelInferRequest")?;
+/// Records and ends a message refused with `e`.
+fn refused(obs: &Observation, e: &Error) {
+    obs.error(e);
+    obs.end(code_of(&e.class()).http());
+}
+
+impl Stream {
+    /// The observation of the stream's next message.
+    fn next_message_obs(&self) -> Observation {
+        let n = 1 + self
+            .taken
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.obs.message(n)
+    }
+}
+
+/// Takes one message as a request of its own, observed by `obs`: bound
+/// to the route its model names with its caller checked and a token
+/// taken, held to that route's body limit and caps, decoded, its tensors
+/// checked against the route's rules and its elements charged. Its
+/// exchange and the request.
+async fn take<'a>(
+    stream: &'a Stream,
+    obs: &'a Observation,
+    message: Bytes,
+) -> Result<(Exchange<'a>, Checked), Error> {
+    let (name, _) = budget::model_of_request(&message).map_err(GrpcError::from)?;
+    let route = route::for_model(stream.services.config(), name, |_| true)?;
+    let exchange = stream
+        .services
+        .bind_message(route, name, &stream.credentials, obs)
+        .await?;
+    message::within_route(route, &message)?;
+    let c = checked(route, message)?;
+    let elements = c.req.element_count();
+    obs.charge_elements(elements).await?;
+    obs.elements(Direction::Request, elements);
+    Ok((exchange, c))
+}
+
+/// Decodes one request message within its route's caps, checks it
+/// against the route's rules; the request, converted.
+fn checked(route: &Route, message: Bytes) -> Result<Checked, Error> {
+    let mut request: ModelInferRequest =
+        message::decode_within(message, &budget::MODEL_INFER_REQUEST, &grpc_caps(route))?;
     let says_final = request
         .parameters
         .remove(EMPTY_FINAL)
         .is_some_and(|p| matches!(p.parameter_choice, Some(ParameterChoice::BoolParam(true))));
     let version = Some(request.model_version.clone()).filter(|v| !v.is_empty());
     let name = request.model_name.clone();
-    let v2 = grpc::request_to_v2(request, &doc_limits(&stream.route)).map_err(GrpcError::from)?;
-    check_request(&stream.route, &v2.header)?;
+    let v2 = grpc::request_to_v2(request, &doc_limits(route)).map_err(GrpcError::from)?;
+    check_request(route, &v2.header)?;
     let data = v2
         .header
         .tensors
@@ -252,24 +294,15 @@ fn checked(stream: &Stream, message: Bytes) -> Result<Checked, Error> {
     })
 }
 
-/// A request's model must be served by the stream's route.
-/// A checked request message taken under the stream's route and charged
-/// its elements (the rate limit may ask the shared store).
-async fn admit(stream: &Stream, req: &InferRequest) -> Result<(), Error> {
-    same_route(stream, &req.model.name)?;
-    stream.obs.charge_elements(req.element_count()).await?;
-    stream.obs.elements(Direction::Request, req.element_count());
-    Ok(())
-}
-
-fn same_route(stream: &Stream, model: &str) -> Result<(), Error> {
-    let routes_model = stream.route.models.iter().any(|m| m == model) || stream.route.default;
-    if routes_model {
+/// A stream to a gRPC backend is one backend stream: its requests are
+/// for models of its first message's route.
+fn same_route(stream: &Stream, route: &Route) -> Result<(), Error> {
+    if route.name == stream.route.name {
         return Ok(());
     }
     Err(GrpcError::Unimplemented(
-        "a stream across routes",
-        "every request of a stream must be for a model of its first request's route",
+        "a stream across routes to a gRPC backend",
+        "every request of a stream to a gRPC backend must be for a model of its first request's route",
     )
     .into())
 }
@@ -279,25 +312,32 @@ async fn through_http(stream: Stream, first: Bytes, mut reader: Reader, tx: Out)
     let mut next = Some(first);
     while let Some(message) = next {
         let started = Instant::now();
-        let answered = match checked(&stream, message) {
-            Ok(c) => match same_route(&stream, &c.req.model.name) {
-                Ok(()) => infer_http(&stream, c, started).await,
-                Err(e) => Err(e),
-            },
+        let obs = stream.next_message_obs();
+        let answered = match take(&stream, &obs, message).await {
+            Ok((exchange, c)) => infer_http(&stream, exchange, c, started).await,
             Err(e) => Err(e),
         };
         let sent = match answered {
-            Ok(pieces) => send_message(&tx, pieces).await,
+            Ok(pieces) => {
+                let sent = send_message(&tx, pieces).await;
+                obs.end(if sent {
+                    200
+                } else {
+                    crate::observe::CLIENT_CLOSED
+                });
+                sent
+            }
             // A decoupled model cannot answer over HTTP: the stream ends.
             Err(e) if refused_with(&e, StatusCode::NOT_IMPLEMENTED) => {
                 let message = format!(
                     "{e}; a decoupled model streams only from a gRPC backend (grpc:// URL)"
                 );
+                refused(&obs, &e);
                 stream.obs.error(&e);
                 return end(&tx, &stream.obs, Code::Unimplemented, &message).await;
             }
             Err(e) => {
-                stream.obs.error(&e);
+                refused(&obs, &e);
                 send_message(&tx, vec![grpc::encode_stream_error(&e.to_string())]).await
             }
         };
@@ -317,11 +357,15 @@ fn refused_with(e: &Error, status: StatusCode) -> bool {
     matches!(e.class(), crate::error::Class::Refused { status: s, .. } if s == status)
 }
 
-/// One request of the stream through the core to an HTTP backend: the
-/// stream's response message.
-async fn infer_http(stream: &Stream, c: Checked, started: Instant) -> Result<Vec<Bytes>, Error> {
+/// One request of the stream through the core to an HTTP backend, on
+/// its own route and observation: the stream's response message.
+async fn infer_http(
+    stream: &Stream,
+    exchange: Exchange<'_>,
+    c: Checked,
+    started: Instant,
+) -> Result<Vec<Bytes>, Error> {
     let Checked { req, says_final } = c;
-    let exchange = stream.exchange();
     let model = req.model.clone();
     let prepared = backend::prepare(exchange, req, started).await?;
     let reply = match prepared.send(exchange, stream.headers.clone()).await? {
@@ -333,7 +377,7 @@ async fn infer_http(stream: &Stream, c: Checked, started: Instant) -> Result<Vec
         // One infer, one response: always the request's last.
         mark_final(&mut reply.header);
     }
-    stream
+    exchange
         .obs
         .elements(Direction::Response, reply.element_count());
     let data: Vec<Vec<Bytes>> = reply.data.iter().map(|d| d.pieces().to_vec()).collect();
@@ -397,7 +441,7 @@ async fn through_grpc(stream: Stream, first: Bytes, mut reader: Reader, tx: Out)
 }
 
 /// Checks and forwards the client's request messages to the backend until
-/// the client's side ends; a request that breaks a rule is answered with
+/// the client's side ends; a request that is refused is answered with
 /// the stream's error message instead.
 async fn forward_requests(
     stream: &Stream,
@@ -408,8 +452,9 @@ async fn forward_requests(
 ) -> Result<(), Error> {
     let mut next = Some(first);
     while let Some(message) = next {
-        let passed = match checked(stream, message.clone()) {
-            Ok(Checked { req, .. }) => admit(stream, &req).await,
+        let obs = stream.next_message_obs();
+        let passed = match take(stream, &obs, message.clone()).await {
+            Ok((exchange, _)) => same_route(stream, exchange.route),
             Err(e) => Err(e),
         };
         match passed {
@@ -417,15 +462,19 @@ async fn forward_requests(
                 let Ok(framed) = frame::encode(vec![message]) else {
                     break;
                 };
+                let mut out = 0;
                 for piece in framed {
-                    stream.obs.backend_out(piece.len() as u64);
+                    out += piece.len() as u64;
                     if to_backend.send(Ok(piece)).await.is_err() {
+                        obs.end(crate::observe::CLIENT_CLOSED);
                         return Ok(()); // the backend's side ended
                     }
                 }
+                obs.backend_out(out);
+                obs.end(200);
             }
             Err(e) => {
-                stream.obs.error(&e);
+                refused(&obs, &e);
                 if !send_message(tx, vec![grpc::encode_stream_error(&e.to_string())]).await {
                     return Ok(());
                 }

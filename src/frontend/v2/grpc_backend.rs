@@ -12,15 +12,17 @@ use http::{HeaderValue, Method, Response, StatusCode, header};
 use prost::Message;
 use serde_json::Value;
 
+use crate::codec::grpc::budget::{self, Caps};
 use crate::codec::grpc::json as tr;
 use crate::codec::grpc::proto::inference as pb;
 use crate::codec::grpc::status::Code;
 use crate::codec::v2::path;
+use crate::config::Config;
 use crate::error::Error;
 use crate::http::body::{Body, error_body, full};
 use crate::http::client_body::BodyError;
 use crate::http::headers::trace_headers;
-use crate::infer::{Exchange, InferError, backend};
+use crate::infer::{Exchange, InferError, backend, stats};
 use crate::upstream::grpc::{self, Answer};
 
 /// Most bytes of a request body read for an endpoint that takes one
@@ -40,6 +42,7 @@ enum Rpc {
 /// Answers a passthrough request from a gRPC backend.
 pub async fn serve(
     exchange: Exchange<'_>,
+    config: &Config,
     head: http::request::Parts,
     body: Option<Body>,
 ) -> Result<Response<Body>, Error> {
@@ -76,6 +79,11 @@ pub async fn serve(
         .await?
         .map_err(|e| bad_reply(exchange, e.to_string()))?;
     let message = match answer {
+        // Every model's statistics: those of the route's own models.
+        Answer::Message(m) if segs == ["v2", "models", "stats"] => {
+            stats::retain_grpc(config, exchange.route, &m)
+                .map_err(|e| bad_reply(exchange, e.to_string()))?
+        }
         Answer::Message(m) => m,
         Answer::Status { code, message } => {
             let status = StatusCode::from_u16(code.http()).unwrap_or(StatusCode::BAD_GATEWAY);
@@ -109,7 +117,8 @@ fn rpc_for(method: &Method, segs: &[&str], body: &Bytes) -> Option<Rpc> {
             pb::ServerMetadataRequest {}.encode_to_vec(),
             |m| {
                 to_json(
-                    pb::ServerMetadataResponse::decode(m),
+                    m,
+                    "inference.ServerMetadataResponse",
                     tr::server_metadata_to_json,
                 )
             },
@@ -125,7 +134,8 @@ fn rpc_for(method: &Method, segs: &[&str], body: &Bytes) -> Option<Rpc> {
             pb::ModelStatisticsRequest::default().encode_to_vec(),
             |m| {
                 to_json(
-                    pb::ModelStatisticsResponse::decode(m),
+                    m,
+                    "inference.ModelStatisticsResponse",
                     tr::model_statistics_to_json,
                 )
             },
@@ -144,7 +154,8 @@ fn rpc_for(method: &Method, segs: &[&str], body: &Bytes) -> Option<Rpc> {
                 .encode_to_vec(),
                 |m| {
                     to_json(
-                        pb::RepositoryIndexResponse::decode(m),
+                        m,
+                        "inference.RepositoryIndexResponse",
                         tr::repository_index_to_json,
                     )
                 },
@@ -190,7 +201,8 @@ fn rpc_for(method: &Method, segs: &[&str], body: &Bytes) -> Option<Rpc> {
                     pb::ModelMetadataRequest { name, version }.encode_to_vec(),
                     |m| {
                         to_json(
-                            pb::ModelMetadataResponse::decode(m),
+                            m,
+                            "inference.ModelMetadataResponse",
                             tr::model_metadata_to_json,
                         )
                     },
@@ -202,14 +214,15 @@ fn rpc_for(method: &Method, segs: &[&str], body: &Bytes) -> Option<Rpc> {
                 ["config"] => Rpc::Json(
                     "ModelConfig",
                     pb::ModelConfigRequest { name, version }.encode_to_vec(),
-                    |m| to_json(pb::ModelConfigResponse::decode(m), tr::model_config_to_json),
+                    |m| to_json(m, "inference.ModelConfigResponse", tr::model_config_to_json),
                 ),
                 ["stats"] => Rpc::Json(
                     "ModelStatistics",
                     pb::ModelStatisticsRequest { name, version }.encode_to_vec(),
                     |m| {
                         to_json(
-                            pb::ModelStatisticsResponse::decode(m),
+                            m,
+                            "inference.ModelStatisticsResponse",
                             tr::model_statistics_to_json,
                         )
                     },
@@ -221,11 +234,16 @@ fn rpc_for(method: &Method, segs: &[&str], body: &Bytes) -> Option<Rpc> {
     })
 }
 
-fn to_json<M, E: std::fmt::Display>(
-    decoded: Result<M, prost::DecodeError>,
+/// A backend's reply, checked on its wire form and decoded, as JSON.
+fn to_json<M: Message + Default, E: std::fmt::Display>(
+    message: &[u8],
+    name: &'static str,
     write: fn(&M) -> Result<Vec<u8>, E>,
 ) -> Result<Vec<u8>, String> {
-    let m = decoded.map_err(|e| e.to_string())?;
+    if let Some(schema) = budget::schema(name) {
+        budget::check(schema, message, &Caps::DEFAULT).map_err(|e| e.to_string())?;
+    }
+    let m = M::decode(message).map_err(|e| e.to_string())?;
     write(&m).map_err(|e| e.to_string())
 }
 

@@ -23,6 +23,7 @@ use crate::http::client_body::BodyError;
 use crate::http::encoding::{Coding, request_coding};
 use crate::http::headers::strip_hop_by_hop;
 use crate::infer::route::{self, RouteError};
+use crate::infer::stats;
 use crate::metrics::Kind;
 use crate::observe::Observation;
 use crate::upstream::{OutBody, Outgoing, UpstreamError};
@@ -34,6 +35,9 @@ pub struct Passthrough {
     pub model: Option<String>,
     /// A control-plane endpoint, allowed only where the route says so.
     pub control: Option<Control>,
+    /// `GET /v2/models/stats`: every model's statistics, of which only
+    /// those of the route's own models are answered.
+    pub all_stats: bool,
 }
 
 impl Frontend for Passthrough {
@@ -79,13 +83,17 @@ impl Frontend for Passthrough {
                 Payload::Forward(b) => Some(b),
                 Payload::Empty | Payload::Read(_) => None,
             };
-            return super::grpc_backend::serve(exchange, call.head, body).await;
+            return super::grpc_backend::serve(exchange, call.config, call.head, body).await;
         }
         let mut parts = call.head;
         let coding = request_coding(&parts.headers).unwrap_or(Coding::Identity);
         // The client's `Host` stays: the upstream replaces it with the
         // replica's.
         strip_hop_by_hop(&mut parts.headers);
+        if self.all_stats {
+            // Read here before the client gets it: as plain JSON.
+            parts.headers.remove(http::header::ACCEPT_ENCODING);
+        }
         let body = match call.body {
             Payload::Forward(b) => OutBody::Stream(obs.forwarded_request(b).boxed_unsync()),
             // Nothing to stream: the request can be sent again if need be.
@@ -129,6 +137,22 @@ impl Frontend for Passthrough {
         obs.backend_status(resp.status());
         let (mut parts, body) = resp.into_parts();
         strip_hop_by_hop(&mut parts.headers);
+        if self.all_stats && parts.status.is_success() {
+            // Every model's statistics: those of the route's own models.
+            let body = obs.backend_body(body, sent);
+            let limit =
+                usize::try_from(exchange.route.limits.max_response_bytes).unwrap_or(usize::MAX);
+            let whole = http_body_util::Limited::new(body, limit)
+                .collect()
+                .await
+                .map_err(|e| upstream.body_error(&*e))?
+                .to_bytes();
+            let kept = stats::retain_json(call.config, exchange.route, &whole)?;
+            parts
+                .headers
+                .insert(http::header::CONTENT_LENGTH, kept.len().into());
+            return Ok(Response::from_parts(parts, crate::http::body::full(kept)));
+        }
         // Metered once, as the client's reply and the backend's body.
         obs.relay(sent);
         Ok(Response::from_parts(parts, body.boxed_unsync()))

@@ -16,6 +16,7 @@ use http::{HeaderMap, Response, StatusCode};
 
 use super::BackendBody;
 use super::request::RequestBody;
+use crate::codec::grpc::budget::{self, Caps};
 use crate::codec::grpc::frame::FrameError;
 use crate::codec::grpc::{self, frame};
 use crate::codec::v2::json_write::{DocWriter, TensorForm};
@@ -82,6 +83,7 @@ pub async fn reply(
     head: &HeaderMap,
     mut body: Metered<UpstreamBody>,
     limit: u64,
+    caps: &Caps,
 ) -> Result<Response<BackendBody>, ReplyFault> {
     let answer = read_answer(head, &mut body, limit).await;
     // What no correct backend sends counts against the replica, as for an
@@ -95,6 +97,16 @@ pub async fn reply(
     }
     match answer? {
         Answer::Message(message) => {
+            // Nothing is decoded past the route's caps: a reply of empty
+            // outputs would build a struct of hundreds of bytes for
+            // every two bytes of it.
+            budget::check(&budget::MODEL_INFER_RESPONSE, &message, caps).map_err(|e| {
+                judge(&body);
+                ReplyFault::Invalid {
+                    backend: backend.to_owned(),
+                    detail: e.to_string(),
+                }
+            })?;
             let limits = DocLimits::new(u64::MAX, 64);
             let v2 = grpc::decode_response(message, &limits).map_err(|e| {
                 judge(&body);

@@ -356,7 +356,8 @@ async fn grpc_reply(
 ) -> Result<Response<BackendBody>, InferError> {
     let upstream = exchange.upstream;
     let limit = exchange.route.limits.max_response_bytes;
-    let read = grpc::reply(upstream.name(), &parts.headers, body, limit);
+    let caps = crate::infer::checks::grpc_caps(exchange.route);
+    let read = grpc::reply(upstream.name(), &parts.headers, body, limit, &caps);
     let reply = tokio::time::timeout_at(deadline.into(), read)
         .await
         .map_err(|_| upstream.timeout(upstream.backend.request_timeout))?;

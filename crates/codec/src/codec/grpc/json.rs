@@ -51,7 +51,8 @@ pub enum JsonError {
     },
 }
 
-fn pool() -> Result<&'static DescriptorPool, JsonError> {
+/// The descriptors of every message of `proto/`, loaded once.
+pub(super) fn descriptors() -> Result<&'static DescriptorPool, JsonError> {
     static POOL: OnceLock<Result<DescriptorPool, String>> = OnceLock::new();
     POOL.get_or_init(|| DescriptorPool::decode(DESCRIPTORS).map_err(|e| e.to_string()))
         .as_ref()
@@ -60,7 +61,7 @@ fn pool() -> Result<&'static DescriptorPool, JsonError> {
 
 /// `name`'s dynamic form, for the mapping.
 fn descriptor(name: &'static str) -> Result<prost_reflect::MessageDescriptor, JsonError> {
-    pool()?
+    descriptors()?
         .get_message_by_name(name)
         .ok_or_else(|| JsonError::Descriptors(format!("no message {name}")))
 }

@@ -10,6 +10,7 @@
 //! allocated for it, and tensor data stays in `Bytes` slices of what came
 //! in.
 
+pub mod budget;
 pub mod contents;
 pub mod error;
 pub mod frame;

@@ -187,7 +187,9 @@ pub enum V2Path {
         kind: Control,
         model: Option<String>,
     },
-    /// Anything else (`/v2/models/stats`, unknown).
+    /// `/v2/models/stats`: every model's statistics.
+    AllStats,
+    /// Anything else (unknown).
     Other,
 }
 
@@ -228,7 +230,7 @@ impl V2Path {
                 kind: Control::Trace,
                 model: None,
             },
-            ["models", "stats"] => V2Path::Other,
+            ["models", "stats"] => V2Path::AllStats,
             ["models", name, tail @ ..] if !name.is_empty() => model_path(name, tail),
             _ => V2Path::Other,
         }
@@ -325,7 +327,7 @@ mod tests {
         );
         assert_eq!(parse("/v2/models/m/infer/extra"), model("m", None, Other));
         assert_eq!(parse("/v2/models/"), V2Path::Other);
-        assert_eq!(parse("/v2/models/stats"), V2Path::Other);
+        assert_eq!(parse("/v2/models/stats"), V2Path::AllStats);
         assert_eq!(parse("/invocations"), V2Path::Other);
         assert_eq!(parse("/v2x"), V2Path::Other);
         assert!(parse("/v2/models/m/infer").is_infer());
