@@ -128,3 +128,240 @@ async fn a_slow_steady_reader_is_never_cut() {
     assert_eq!(total, head + SIZE);
     gw.shutdown().await;
 }
+
+/// An HTTP/2 connection whose streams get no window: the client says its
+/// streams take 0 bytes and never opens them (hyper's client releases
+/// window only as the reply is read, and nothing is read).
+async fn no_window(
+    addr: std::net::SocketAddr,
+) -> hyper::client::conn::http2::SendRequest<http_body_util::Full<bytes::Bytes>> {
+    let stream = TcpStream::connect(addr).await.unwrap();
+    let (h2, conn) = hyper::client::conn::http2::Builder::new(hyper_util::rt::TokioExecutor::new())
+        .initial_stream_window_size(0)
+        .adaptive_window(false)
+        .handshake(hyper_util::rt::TokioIo::new(stream))
+        .await
+        .unwrap();
+    tokio::spawn(conn);
+    h2
+}
+
+/// Finding 4 of the security round: a client giving no HTTP/2 window
+/// (and answering PINGs) writes nothing to time out on its socket, and
+/// kept its streams, their slots and their buffered replies for ever.
+/// The stream is reset after `send_timeout` now, its slot freed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_http2_stream_given_no_window_is_reset_after_send_timeout() {
+    let (_backend, gw) = setup().await;
+    let mut h2 = no_window(gw.data_addr).await;
+    let req = http::Request::get(format!("http://{}/v2/models/m/big", gw.data_addr))
+        .body(http_body_util::Full::new(bytes::Bytes::new()))
+        .unwrap();
+    let asked = Instant::now();
+    let resp = tokio::time::timeout(Duration::from_secs(5), h2.send_request(req))
+        .await
+        .expect("no head")
+        .unwrap();
+    assert_eq!(resp.status(), 200, "the head is not flow-controlled");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let busy = send(gw.data_addr, "GET", "/v2/health/ready", &[], "").await;
+    assert_eq!(busy.status, 503, "the held stream holds the only slot");
+    let freed = loop {
+        if send(gw.data_addr, "GET", "/v2/health/ready", &[], "")
+            .await
+            .status
+            == 200
+        {
+            break asked.elapsed();
+        }
+        assert!(asked.elapsed() < Duration::from_secs(6), "slot still held");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert!(freed >= Duration::from_secs(1), "{freed:?}");
+    assert!(freed < Duration::from_secs(4), "{freed:?}");
+    // The stream was reset: reading it now is an error, not a reply.
+    use http_body_util::BodyExt;
+    let mut body = resp.into_body();
+    let read = tokio::time::timeout(Duration::from_secs(5), async {
+        loop {
+            match body.frame().await {
+                Some(Ok(_)) => continue,
+                Some(Err(e)) => break Err(e),
+                None => break Ok(()),
+            }
+        }
+    })
+    .await
+    .expect("the reset stream hangs");
+    let e = read.expect_err("a reset stream is not a whole reply");
+    eprintln!("{e:?}");
+    gw.shutdown().await;
+}
+
+/// Bytes allocated and not yet freed in this test binary: the heap a
+/// held reply takes, which the process's RSS would not show going back
+/// (glibc keeps small freed blocks).
+#[allow(unsafe_code)]
+mod live {
+    use std::alloc::{GlobalAlloc, Layout, System};
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    pub static BYTES: AtomicUsize = AtomicUsize::new(0);
+
+    pub struct Counting;
+
+    // SAFETY: every call goes to the system allocator with the caller's
+    // own arguments; the count is a side effect that allocates nothing.
+    unsafe impl GlobalAlloc for Counting {
+        unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+            BYTES.fetch_add(layout.size(), Ordering::Relaxed);
+            // SAFETY: as the caller promised for `alloc`.
+            unsafe { System.alloc(layout) }
+        }
+
+        unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+            BYTES.fetch_sub(layout.size(), Ordering::Relaxed);
+            // SAFETY: as the caller promised for `dealloc`.
+            unsafe { System.dealloc(ptr, layout) }
+        }
+
+        unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+            BYTES.fetch_add(new_size, Ordering::Relaxed);
+            BYTES.fetch_sub(layout.size(), Ordering::Relaxed);
+            // SAFETY: as the caller promised for `realloc`.
+            unsafe { System.realloc(ptr, layout, new_size) }
+        }
+    }
+
+    #[global_allocator]
+    static COUNTING: Counting = Counting;
+
+    /// Live heap bytes, in MiB.
+    pub fn mib() -> usize {
+        BYTES.load(Ordering::Relaxed) >> 20
+    }
+}
+
+/// The same for gRPC calls whose replies are held whole (2 connections
+/// × 128 `ModelInfer` took all 256 slots and 1.3 GB): 16 calls of 4 MiB
+/// replies on a connection that reads none. After `send_timeout` their
+/// slots are free and their replies dropped.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn grpc_calls_held_by_flow_control_give_back_slots_and_replies() {
+    use prost::Message;
+    use tensorgate::codec::grpc::frame;
+    use tensorgate::codec::grpc::proto::inference::ModelInferRequest;
+    use tensorgate::codec::grpc::proto::inference::model_infer_request::InferInputTensor;
+    let demo = tensorgate::demo::spawn().await.unwrap();
+    let gw = gateway(&format!(
+        r#"
+[server]
+shutdown_grace = "2s"
+send_timeout = "3s"
+max_concurrent_requests = 16
+queue_timeout = "200ms"
+[backends.b]
+url = "http://{}"
+[[routes]]
+name = "r"
+default = true
+backend = "b"
+"#,
+        demo.addr
+    ))
+    .await;
+    // ramp: 1 Mi FP32 elements, 4 MiB of reply each.
+    let message = ModelInferRequest {
+        model_name: "ramp".into(),
+        inputs: vec![InferInputTensor {
+            name: "COUNT".into(),
+            datatype: "INT64".into(),
+            shape: vec![1],
+            ..Default::default()
+        }],
+        raw_input_contents: vec![(1i64 << 20).to_le_bytes().to_vec().into()],
+        ..Default::default()
+    }
+    .encode_to_vec();
+    let body = bytes::Bytes::from(frame::encode(vec![message.into()]).unwrap().concat());
+    let before = live::mib();
+    let h2 = no_window(gw.data_addr).await;
+    let calls = (0..16).map(|_| {
+        let mut h2 = h2.clone();
+        let req = http::Request::post(format!(
+            "http://{}/inference.GRPCInferenceService/ModelInfer",
+            gw.data_addr
+        ))
+        .header("content-type", "application/grpc")
+        .header("te", "trailers")
+        .body(http_body_util::Full::new(body.clone()))
+        .unwrap();
+        async move { h2.send_request(req).await.unwrap() }
+    });
+    let held = tokio::time::timeout(Duration::from_secs(10), futures_join(calls))
+        .await
+        .expect("no heads");
+    let asked = Instant::now();
+    assert!(held.iter().all(|r| r.status() == 200));
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let holding = live::mib();
+    let busy = send(gw.data_addr, "GET", "/v2/health/ready", &[], "").await;
+    assert_eq!(busy.status, 503, "16 held calls hold the 16 slots");
+    let freed = loop {
+        if send(gw.data_addr, "GET", "/v2/health/ready", &[], "")
+            .await
+            .status
+            == 200
+        {
+            break asked.elapsed();
+        }
+        assert!(
+            asked.elapsed() < Duration::from_secs(10),
+            "slots still held"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert!(freed < Duration::from_secs(6), "{freed:?}");
+    // Every held call is reset in turn (they started over about a
+    // second): reading each now is an error, never a whole reply.
+    use http_body_util::BodyExt;
+    for resp in held {
+        let mut body = resp.into_body();
+        let read = tokio::time::timeout(Duration::from_secs(8), async {
+            loop {
+                match body.frame().await {
+                    Some(Ok(_)) => continue,
+                    Some(Err(e)) => break Err(e),
+                    None => break Ok(()),
+                }
+            }
+        })
+        .await
+        .expect("a held call was never reset");
+        assert!(read.is_err(), "a reset call read as a whole reply");
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let after = live::mib();
+    eprintln!(
+        "heap: {before} MiB before, {holding} MiB holding 16 replies, {after} MiB after the resets ({freed:?})"
+    );
+    assert!(
+        holding.saturating_sub(after) >= 32,
+        "the held replies were not dropped: {before} / {holding} / {after} MiB"
+    );
+    gw.shutdown().await;
+}
+
+/// Every future of `futures`, run at once; their outputs in order.
+async fn futures_join<F>(futures: impl Iterator<Item = F>) -> Vec<F::Output>
+where
+    F: std::future::Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    let tasks: Vec<_> = futures.map(tokio::spawn).collect();
+    let mut out = Vec::new();
+    for t in tasks {
+        out.push(t.await.unwrap());
+    }
+    out
+}

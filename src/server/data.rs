@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use tokio::io::{AsyncRead, AsyncWrite};
 
-use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::conn::auto::Builder;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, watch};
@@ -28,6 +28,7 @@ use super::accept::{Backoff, admit};
 use super::conn::{self, ConnLimits, ConnState};
 use super::io::Sniffed;
 use super::send::SendTimed;
+use super::stall::StreamExec;
 use super::tls::TlsSettings;
 use super::tracked::Tracked;
 use super::workers::Workers;
@@ -35,8 +36,8 @@ use crate::config::ServerConfig;
 use crate::gateway::live::Live;
 
 /// The HTTP/1 and HTTP/2 settings of client connections.
-fn builder(server: &ServerConfig) -> Builder<TokioExecutor> {
-    let mut builder = Builder::new(TokioExecutor::new());
+fn builder(server: &ServerConfig, exec: StreamExec) -> Builder<StreamExec> {
+    let mut builder = Builder::new(exec);
     builder
         .http1()
         // The header read timeout is the connection driver's
@@ -65,23 +66,28 @@ fn builder(server: &ServerConfig) -> Builder<TokioExecutor> {
 /// request to answer in HTTP/1.1.
 #[derive(Debug)]
 struct Builders {
-    sniffed: Builder<TokioExecutor>,
-    h1: Builder<TokioExecutor>,
-    h2: Builder<TokioExecutor>,
+    sniffed: Builder<StreamExec>,
+    h1: Builder<StreamExec>,
+    h2: Builder<StreamExec>,
+    /// Spawns every HTTP/2 stream, watched for a client that gives no
+    /// window ([`super::stall`]).
+    exec: StreamExec,
 }
 
 impl Builders {
     fn new(server: &ServerConfig) -> Builders {
-        let sniffed = builder(server);
+        let exec = StreamExec::new(server.send_timeout);
+        let sniffed = builder(server, exec.clone());
         Builders {
             h1: sniffed.clone().http1_only(),
             h2: sniffed.clone().http2_only(),
             sniffed,
+            exec,
         }
     }
 
     /// The builder for a connection that agreed on `alpn` (none: sniffed).
-    fn for_alpn(&self, alpn: Option<&[u8]>) -> &Builder<TokioExecutor> {
+    fn for_alpn(&self, alpn: Option<&[u8]>) -> &Builder<StreamExec> {
         match alpn {
             Some(b"h2") => &self.h2,
             Some(b"http/1.1") => &self.h1,
@@ -140,12 +146,14 @@ impl Conns {
     /// Serves `stream` in its own task, which holds the connection's slot.
     fn spawn(&mut self, stream: TcpStream, slot: OwnedSemaphorePermit) {
         let peer = stream.peer_addr().ok().map(|a| a.ip());
+        let send_timeout = self.gateway.current().config().server.send_timeout;
+        self.builders.exec.set_limit(send_timeout);
         let serve = Serve {
             builders: self.builders.clone(),
             gateway: self.gateway.clone(),
             state: ConnState::with_peer(peer),
             limits: self.limits,
-            send_timeout: self.gateway.current().config().server.send_timeout,
+            send_timeout,
             drain: self.drain.clone(),
         };
         let tls = self.tls.clone();

@@ -14,6 +14,7 @@ mod data;
 mod io;
 mod send;
 mod sniff;
+mod stall;
 pub mod status;
 mod tls;
 mod tracked;

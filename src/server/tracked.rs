@@ -16,6 +16,7 @@ use std::sync::Arc;
 use std::task::{Context, Poll, ready};
 
 use super::conn::ConnState;
+use super::stall::Stalled;
 use crate::gateway::Handling;
 use crate::gateway::live::Live;
 use crate::http::body::Body;
@@ -64,7 +65,12 @@ impl hyper::service::Service<Request<Incoming>> for Tracked {
     fn call(&self, req: Request<Incoming>) -> Respond {
         let active = Some(Active::start(&self.conn));
         let handling = self.gateway.current().handle(req, self.conn.peer());
-        Respond { handling, active }
+        let http2 = self.conn.http2();
+        Respond {
+            handling,
+            active,
+            http2,
+        }
     }
 }
 
@@ -72,6 +78,8 @@ impl hyper::service::Service<Request<Incoming>> for Tracked {
 pub struct Respond {
     handling: Handling,
     active: Option<Active>,
+    /// The reply goes out on an HTTP/2 stream ([`super::stall`]).
+    http2: bool,
 }
 
 impl std::fmt::Debug for Respond {
@@ -89,17 +97,25 @@ impl Future for Respond {
         let this = self.get_mut();
         let resp = ready!(this.handling.as_mut().poll(cx));
         let active = this.active.take();
-        Poll::Ready(Ok(resp.map(|inner| Counted { inner, active })))
+        let stalled = this.http2.then(Stalled::default);
+        Poll::Ready(Ok(resp.map(|inner| Counted {
+            inner,
+            active,
+            stalled,
+        })))
     }
 }
 
 pin_project! {
-    /// A reply body that ends its request's activity when it ends.
+    /// A reply body that ends its request's activity when it ends; on an
+    /// HTTP/2 stream, also handed out in bounded pieces and watched for
+    /// a client giving no window ([`super::stall`]).
     #[derive(Debug)]
     pub struct Counted<B> {
         #[pin]
         inner: B,
         active: Option<Active>,
+        stalled: Option<Stalled>,
     }
 }
 
@@ -115,7 +131,11 @@ where
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, B::Error>>> {
         let this = self.project();
-        let polled = this.inner.poll_frame(cx);
+        let inner = this.inner;
+        let polled = match this.stalled {
+            Some(s) => s.poll(|| inner.poll_frame(cx)),
+            None => inner.poll_frame(cx),
+        };
         if matches!(polled, Poll::Ready(None) | Poll::Ready(Some(Err(_)))) {
             this.active.take();
         }
@@ -123,10 +143,21 @@ where
     }
 
     fn is_end_stream(&self) -> bool {
-        self.inner.is_end_stream()
+        self.inner.is_end_stream() && !self.stalled.as_ref().is_some_and(Stalled::holds)
     }
 
     fn size_hint(&self) -> http_body::SizeHint {
-        self.inner.size_hint()
+        let hint = self.inner.size_hint();
+        match self.stalled.as_ref().map_or(0, Stalled::held) {
+            0 => hint,
+            held => {
+                let mut more = http_body::SizeHint::new();
+                more.set_lower(hint.lower() + held);
+                if let Some(upper) = hint.upper() {
+                    more.set_upper(upper + held);
+                }
+                more
+            }
+        }
     }
 }
