@@ -106,6 +106,9 @@ seed_corpora() {
     if [[ ! -d "$c/grpc_infer_request" ]]; then
         for f in "$g"/infer_request_*.bin; do seed "$c/grpc_infer_request" "$(basename "$f")" '' "$f"; done
     fi
+    if [[ ! -d "$c/grpc_budget" ]]; then
+        for f in "$g"/infer_request_*.bin; do seed "$c/grpc_budget" "$(basename "$f")" '' "$f"; done
+    fi
     if [[ ! -d "$c/grpc_infer_response" ]]; then
         for f in "$g"/infer_response_*.bin "$g"/stream_*.bin; do seed "$c/grpc_infer_response" "$(basename "$f")" '' "$f"; done
     fi

@@ -500,3 +500,76 @@ async fn statistics_without_a_model_answer_for_the_routes_own_models() {
     assert_eq!(names, ["identity"]);
     assert_eq!(stats.model_stats[0].inference_count, 7);
 }
+
+/// Finding 10: one address held 12,800 health `Watch` streams beside
+/// `max_requests_per_client = 64`, each counted in
+/// `tensorgate_in_flight_requests{route="_none"}` (what autoscaling reads).
+/// A client may hold 16 now, and none counts as a request in flight.
+#[tokio::test]
+async fn health_watches_are_bounded_per_client_and_not_in_flight() {
+    use tensorgate::codec::grpc::proto::health::HealthCheckRequest;
+    use tensorgate::grpc::health::health_client::HealthClient;
+    let demo = demo::spawn().await.unwrap();
+    let gw = gateway(&common::server_config(
+        &format!("http://{}", demo.addr),
+        "max_requests_per_client = 64\n",
+    ))
+    .await;
+    let channel = tonic::transport::Endpoint::from_shared(format!("http://{}", gw.data_addr))
+        .unwrap()
+        .connect()
+        .await
+        .unwrap();
+    let mut held = Vec::new();
+    for i in 0..tensorgate::gateway::WATCHES_PER_CLIENT {
+        let mut health = HealthClient::new(channel.clone());
+        let mut watch = health
+            .watch(HealthCheckRequest::default())
+            .await
+            .unwrap_or_else(|e| panic!("watch {i}: {e:?}"))
+            .into_inner();
+        let first = tokio::time::timeout(PROMPT, watch.message())
+            .await
+            .unwrap()
+            .unwrap()
+            .unwrap();
+        assert_eq!(first.status, 1, "SERVING");
+        held.push(watch);
+    }
+    let mut health = HealthClient::new(channel.clone());
+    let refused = match health.watch(HealthCheckRequest::default()).await {
+        Ok(resp) => resp.into_inner().message().await.unwrap_err(),
+        Err(e) => e,
+    };
+    assert_eq!(refused.code(), tonic::Code::Unavailable, "{refused:?}");
+    assert!(
+        refused.message().contains("16 health watches open"),
+        "{}",
+        refused.message()
+    );
+    let text = scrape_text(&gw).await;
+    let in_flight = text
+        .lines()
+        .filter(|l| l.starts_with("tensorgate_in_flight_requests{"))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum::<f64>();
+    assert_eq!(in_flight, 0.0, "watches counted in flight");
+    // A check still answers, and a watch given up makes room for another.
+    let r = health.check(HealthCheckRequest::default()).await.unwrap();
+    assert_eq!(r.into_inner().status, 1);
+    drop(held.pop());
+    let again = tokio::time::timeout(PROMPT, async {
+        loop {
+            if let Ok(resp) = health.watch(HealthCheckRequest::default()).await {
+                let mut w = resp.into_inner();
+                if let Ok(Some(m)) = w.message().await {
+                    break (m, w);
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    })
+    .await
+    .expect("the freed place was not given back");
+    assert_eq!(again.0.status, 1);
+}

@@ -31,6 +31,7 @@ use http::{HeaderMap, Response};
 
 use crate::config::{Config, Route};
 use crate::error::Error;
+use crate::guard::clients::ClientSlot;
 use crate::http::body::Body;
 use crate::http::client_body::ClientBody;
 use crate::http::spool::SpoolLimits;
@@ -101,7 +102,9 @@ pub enum Routing<'c> {
     Body { routes: Vec<&'c Arc<Route>> },
     /// None: the gateway answers itself (gRPC health). Not bound, not
     /// checked, no slot; a body of at most `body_limit` bytes is read.
-    Gateway { body_limit: u64 },
+    /// A `watch` lasts as long as its client likes: it is not counted as
+    /// a request in flight, and takes a place among its client's watches.
+    Gateway { body_limit: u64, watch: bool },
 }
 
 /// How a request body is opened.
@@ -165,8 +168,12 @@ pub enum Target<'a> {
     },
     /// To be bound by the frontend once its body names the route.
     Deferred { services: &'a dyn Services },
-    /// Answered by the gateway itself, from its readiness.
-    Gateway { health: Health },
+    /// Answered by the gateway itself, from its readiness; a watch holds
+    /// its place among its client's watches for as long as it lasts.
+    Gateway {
+        health: Health,
+        watch: Option<ClientSlot>,
+    },
 }
 
 /// Whether the gateway, or one of its routes, can serve: `ready("")` for

@@ -11,7 +11,7 @@ use crate::config::Route;
 use crate::error::Error;
 use crate::gateway::Gateway;
 use crate::guard::Unauthorized;
-use crate::guard::clients::ClientAddr;
+use crate::guard::clients::{ClientAddr, ClientSlot};
 use crate::guard::{Caller, Checked, Unit, check, check_any, sigv4::Claim, unix_now};
 use crate::observe::Observation;
 
@@ -117,6 +117,16 @@ impl Gateway {
             }
             .into()),
         }
+    }
+
+    /// A place among its client's gRPC health watches, refused past
+    /// [`super::WATCHES_PER_CLIENT`] (none when the client's address is
+    /// not known).
+    pub fn enter_watch(&self, head: &Parts) -> Result<Option<ClientSlot>, Error> {
+        let Some(ClientAddr(ip)) = head.extensions.get::<ClientAddr>() else {
+            return Ok(None);
+        };
+        Ok(Some(self.shared.watches.enter(*ip)?))
     }
 
     /// Counts the request against its client's requests in flight

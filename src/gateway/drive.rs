@@ -34,7 +34,9 @@ use super::dispatch::{self, Endpoint};
 use super::whole;
 use crate::config::{Config, Route};
 use crate::error::{DeadlineExceeded, Error};
-use crate::frontend::{Binding, BodyPlan, Call, Frontend, Payload, Routing, Services, Target, v2};
+use crate::frontend::{
+    Binding, BodyPlan, Call, Frontend, Payload, Routing, Services, Target, grpc, v2,
+};
 use crate::guard::Checked;
 use crate::guard::Unauthorized;
 use crate::guard::clients::ClientAddr;
@@ -58,9 +60,11 @@ impl Gateway {
     /// Serves one request from the client at `peer` (when known); every
     /// error becomes its response here, and every request is observed.
     pub fn handle(self, mut req: Request<Incoming>, peer: Option<IpAddr>) -> Handling {
-        // Only the per-client bound reads it: a request's first extension
+        let endpoint = dispatch::endpoint(&req, &self.shared.prefixes);
+        // Only the per-client bounds read it: a request's first extension
         // allocates its map (about 700 instructions under callgrind).
-        if let (Some(_), Some(ip)) = (&self.shared.per_client, peer) {
+        let watch = matches!(&endpoint, Ok(Endpoint::Grpc(r)) if r.method == Some(grpc::Method::HealthWatch));
+        if let (true, Some(ip)) = (self.shared.per_client.is_some() || watch, peer) {
             req.extensions_mut().insert(ClientAddr(ip));
         }
         let trace = self
@@ -73,7 +77,6 @@ impl Gateway {
             None => ensure_request_id_made(req.headers_mut()),
         };
         let backend_hint = split::take_hint(req.headers_mut());
-        let endpoint = dispatch::endpoint(&req, &self.shared.prefixes);
         let obs = Observation::start(Start {
             metrics: &self.shared.metrics,
             kind: endpoint
@@ -249,11 +252,18 @@ impl Gateway {
                 let body = self.open(head, body, f.kind().label(), plan, obs)?;
                 (Target::Deferred { services: self }, body)
             }
-            Routing::Gateway { body_limit } => {
+            Routing::Gateway { body_limit, watch } => {
+                let watch = match watch {
+                    true => {
+                        obs.not_in_flight();
+                        self.enter_watch(head)?
+                    }
+                    false => None,
+                };
                 let plan = BodyPlan::Read { limit: body_limit };
                 let body = self.open(head, body, f.kind().label(), plan, obs)?;
                 let health = self.health();
-                (Target::Gateway { health }, body)
+                (Target::Gateway { health, watch }, body)
             }
         })
     }

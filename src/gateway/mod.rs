@@ -48,6 +48,8 @@ pub struct Shared {
     pub spool: SpoolLimits,
     /// Requests in flight per client address, when bounded.
     per_client: Option<Arc<Clients>>,
+    /// gRPC health watches open per client address.
+    watches: Arc<Clients>,
     /// Bytes of signed bodies read before their signature is verified.
     unverified: Arc<Unverified>,
     prefixes: dispatch::Prefixes,
@@ -167,6 +169,10 @@ pub fn shadows(
         .collect()
 }
 
+/// The most gRPC health `Watch` streams one client address (an IPv6 /64)
+/// may hold open: a probe needs one per service it watches.
+pub const WATCHES_PER_CLIENT: usize = 16;
+
 /// The gateway service for one configuration. Cheap to clone.
 #[derive(Clone, Debug)]
 pub struct Gateway {
@@ -271,6 +277,10 @@ impl Gateway {
             }
             _ => server.max_requests_per_client.map(Clients::new),
         };
+        let watches = before.map_or_else(
+            || Clients::watches(WATCHES_PER_CLIENT),
+            |s| s.watches.clone(),
+        );
         let unverified = match before {
             Some(s)
                 if s.config.server.max_unverified_body_bytes
@@ -302,6 +312,7 @@ impl Gateway {
             admission,
             spool,
             per_client,
+            watches,
             unverified,
         });
         (Gateway { shared }, kept)

@@ -24,6 +24,9 @@ pub enum AdmissionError {
     /// `server.max_requests_per_client`.
     #[error("this client has {limit} requests in flight, the most one client may; retry later")]
     ClientBusy { limit: usize },
+    /// Health watches of one client (gRPC `grpc.health.v1.Health/Watch`).
+    #[error("this client has {limit} health watches open, the most one client may; retry later")]
+    WatchesFull { limit: usize },
     /// `server.max_unverified_body_bytes`.
     #[error(
         "{limit} bytes of signed request bodies are being verified, the most at once; retry later"
@@ -38,9 +41,9 @@ impl Classify for AdmissionError {
                 retry_after: waited.as_secs_f64().ceil() as u64,
             },
             AdmissionError::ShuttingDown => Class::ShuttingDown,
-            AdmissionError::ClientBusy { .. } | AdmissionError::UnverifiedFull { .. } => {
-                Class::Overloaded { retry_after: 1 }
-            }
+            AdmissionError::ClientBusy { .. }
+            | AdmissionError::WatchesFull { .. }
+            | AdmissionError::UnverifiedFull { .. } => Class::Overloaded { retry_after: 1 },
         }
     }
 }

@@ -41,6 +41,8 @@ impl Key {
 #[derive(Debug)]
 pub struct Clients {
     limit: usize,
+    /// What is counted: requests, or gRPC health watches.
+    watches: bool,
     counts: Mutex<HashMap<Key, usize>>,
 }
 
@@ -55,6 +57,18 @@ impl Clients {
     pub fn new(limit: usize) -> Arc<Clients> {
         Arc::new(Clients {
             limit,
+            watches: false,
+            counts: Mutex::new(HashMap::new()),
+        })
+    }
+
+    /// The gRPC health `Watch` streams each client has open, at most
+    /// `limit`: a watch lasts as long as its client likes and takes no
+    /// request slot, so without a bound one address held 12,800.
+    pub fn watches(limit: usize) -> Arc<Clients> {
+        Arc::new(Clients {
+            limit,
+            watches: true,
             counts: Mutex::new(HashMap::new()),
         })
     }
@@ -71,7 +85,11 @@ impl Clients {
         let mut counts = self.counts.lock().unwrap_or_else(|p| p.into_inner());
         let n = counts.entry(key).or_insert(0);
         if *n >= self.limit {
-            return Err(AdmissionError::ClientBusy { limit: self.limit });
+            let limit = self.limit;
+            return Err(match self.watches {
+                true => AdmissionError::WatchesFull { limit },
+                false => AdmissionError::ClientBusy { limit },
+            });
         }
         *n += 1;
         Ok(ClientSlot {
@@ -127,6 +145,17 @@ mod tests {
         drop(a1);
         let _a3 = c.enter(ip("10.0.0.1")).unwrap();
         assert_eq!(c.in_flight(ip("10.0.0.1")), 2);
+    }
+
+    #[test]
+    fn health_watches_have_a_bound_of_their_own() {
+        let c = Clients::watches(1);
+        let _a = c.enter(ip("10.0.0.1")).unwrap();
+        let e = c.enter(ip("10.0.0.1")).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "this client has 1 health watches open, the most one client may; retry later"
+        );
     }
 
     #[test]

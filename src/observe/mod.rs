@@ -88,6 +88,8 @@ struct Inner {
     /// sent ([`Observation::relay`]), until taken.
     relayed: OnceLock<Instant>,
     relay_taken: AtomicBool,
+    /// Not counted in flight ([`Observation::not_in_flight`]).
+    uncounted: AtomicBool,
 }
 
 /// What a request holds until it completes.
@@ -154,6 +156,7 @@ impl Observation {
                 deadline: OnceLock::new(),
                 relayed: OnceLock::new(),
                 relay_taken: AtomicBool::new(false),
+                uncounted: AtomicBool::new(false),
             }),
         };
         obs.inner.unbound.in_flight.inc();
@@ -204,9 +207,18 @@ impl Observation {
             model: model.to_owned(),
             metrics: series.clone(),
         };
-        if self.inner.bound.set(bound).is_ok() {
+        if self.inner.bound.set(bound).is_ok() && !self.inner.uncounted.load(Ordering::Relaxed) {
             self.inner.unbound.in_flight.dec();
             self.rm().in_flight.inc();
+        }
+    }
+
+    /// Takes a request that lasts as long as its client likes (a gRPC
+    /// health watch) out of `tensorgate_in_flight_requests`, which
+    /// autoscaling reads as load.
+    pub fn not_in_flight(&self) {
+        if !self.inner.uncounted.swap(true, Ordering::Relaxed) {
+            self.rm().in_flight.dec();
         }
     }
 

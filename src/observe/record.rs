@@ -101,7 +101,9 @@ impl Inner {
             (b.route.name.as_str(), b.model.as_str())
         });
         let rm = self.rm();
-        rm.in_flight.dec();
+        if !self.uncounted.load(Ordering::Relaxed) {
+            rm.in_flight.dec();
+        }
         let (code, label) = status_code(status);
         rm.count_request(self.kind, code, label);
         rm.duration(self.kind).observe(elapsed.as_secs_f64());

@@ -22,6 +22,7 @@ use crate::codec::grpc::proto::health::health_check_response::ServingStatus;
 use crate::codec::grpc::proto::health::{HealthCheckRequest, HealthCheckResponse};
 use crate::error::Error;
 use crate::frontend::{Call, Health};
+use crate::guard::clients::ClientSlot;
 use crate::http::body::{Body, BoxError, ChannelBody};
 
 /// How often `Watch` looks at readiness again.
@@ -29,7 +30,11 @@ const WATCH_EVERY: Duration = Duration::from_secs(1);
 
 /// Serves `Check` or `Watch`.
 pub async fn serve(method: Method, call: Call<'_>) -> Result<Response<Body>, Error> {
-    let Target::Gateway { health } = call.target else {
+    let Target::Gateway {
+        health,
+        watch: slot,
+    } = call.target
+    else {
         return Err(GrpcError::Unimplemented("health", "no health source").into());
     };
     let mut body = call.body.into_read()?;
@@ -50,7 +55,7 @@ pub async fn serve(method: Method, call: Call<'_>) -> Result<Response<Body>, Err
         })?;
         return Ok(status::reply(framed));
     }
-    Ok(watch(health, service, ready))
+    Ok(watch(health, service, ready, slot))
 }
 
 fn encode(ready: bool) -> Bytes {
@@ -67,10 +72,12 @@ fn encode(ready: bool) -> Bytes {
     )
 }
 
-/// A `Watch` stream: the status now, then each change.
-fn watch(health: Health, service: String, first: bool) -> Response<Body> {
+/// A `Watch` stream: the status now, then each change; `slot` (its
+/// place among its client's watches) held until it ends.
+fn watch(health: Health, service: String, first: bool, slot: Option<ClientSlot>) -> Response<Body> {
     let (tx, body) = ChannelBody::new(1);
     tokio::spawn(async move {
+        let _slot = slot;
         let mut last = None;
         let mut current = Some(first);
         loop {

@@ -234,6 +234,7 @@ impl Frontend for Rpc {
         if matches!(method, Method::HealthCheck | Method::HealthWatch) {
             return Ok(Routing::Gateway {
                 body_limit: HEALTH_BODY_BYTES,
+                watch: method == Method::HealthWatch,
             });
         }
         if method.names_model() {
