@@ -37,10 +37,15 @@ impl crate::error::Classify for StatsError {
 }
 
 /// Keeps the entries of a V2 statistics document (`{"model_stats":
-/// [{"name": ...}, ...]}`) for models `route` serves.
+/// [{"name": ...}, ...]}`) for models `route` serves; an object without
+/// that list has none to hide and is kept as it is.
 pub fn retain_json(config: &Config, route: &Route, body: &[u8]) -> Result<Bytes, StatsError> {
     let mut doc: Value =
         serde_json::from_slice(body).map_err(|e| StatsError::Json(e.to_string()))?;
+    if doc.is_object() && doc.get("model_stats").is_none() {
+        // No statistics in it to hide (not Triton's document): as it is.
+        return Ok(Bytes::copy_from_slice(body));
+    }
     let Some(Value::Array(list)) = doc.get_mut("model_stats") else {
         return Err(StatsError::Json("no \"model_stats\" list".into()));
     };
