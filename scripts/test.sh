@@ -3,7 +3,8 @@
 #   0. scripts/setup.sh, which installs what is missing (quick when nothing is);
 #   1. cargo fmt --check, clippy -D warnings, the layering check
 #      (scripts/check/layers.py: each module imports only from its floor or
-#      the floors below, docs/ARCHITECTURE.md), cargo doc with broken links
+#      the floors below, docs/ARCHITECTURE.md) after its self-test
+#      (scripts/check/test_layers.py), cargo doc with broken links
 #      denied, and the dependency policy (scripts/deny.sh: licenses,
 #      sources, duplicate versions);
 #   2. a real Triton 2.51, two more Tritons as replicas of one backend
@@ -65,6 +66,8 @@ cargo fmt --all -- --check
 step "cargo clippy -D warnings"
 cargo clippy --all-targets --locked -- -D warnings
 
+step "layering check's self-test: planted violations in synthetic crates (scripts/check/test_layers.py)"
+python3 scripts/check/test_layers.py
 step "layering: no import from a floor above (docs/ARCHITECTURE.md), no modules importing each other"
 python3 scripts/check/layers.py
 step "cargo doc, broken intra-doc links denied"

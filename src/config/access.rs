@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::{Config, ConfigError, ConfigErrors, Route};
+use super::ConfigError;
 use crate::auth::{KeyFileError, KeySet};
 
 /// `[routes.auth]`: requests on the route must carry one of the keys of
@@ -107,42 +107,5 @@ pub(super) fn resolve(path: &Path, base: Option<&Path>) -> PathBuf {
     match base {
         Some(dir) if path.is_relative() => dir.join(path),
         _ => path.to_owned(),
-    }
-}
-
-impl Config {
-    /// The same configuration with every route's key file read again (the
-    /// paths resolved at load time): what a key rotation needs without any
-    /// other change. Every unreadable or invalid file is reported at its
-    /// route's `auth.keys_file`; the running configuration is untouched.
-    pub fn reload_keys(&self) -> Result<Config, ConfigErrors> {
-        let mut files = KeyFiles::default();
-        let mut errors = Vec::new();
-        let mut routes = Vec::with_capacity(self.routes.len());
-        for (i, route) in self.routes.iter().enumerate() {
-            let Some(auth) = &route.auth else {
-                routes.push(route.clone());
-                continue;
-            };
-            let key = format!("routes[{i}].auth.keys_file");
-            match files.load(&auth.keys_file, auth.sigv4, &key) {
-                Ok(keys) => {
-                    let mut r: Route = (**route).clone();
-                    r.auth = Some(RouteAuth {
-                        keys,
-                        ..auth.clone()
-                    });
-                    routes.push(Arc::new(r));
-                }
-                Err(e) => errors.extend(e),
-            }
-        }
-        if !errors.is_empty() {
-            return Err(ConfigErrors(errors));
-        }
-        Ok(Config {
-            routes,
-            ..self.clone()
-        })
     }
 }

@@ -43,6 +43,8 @@ pub use store::{OnStoreError, RateLimitStore, StoreUrl};
 pub use tls::{BackendTls, ClientAuth, Identity, PemFile, ServerTls, ServerTlsFiles};
 pub use tracing::Tracing;
 
+use access::KeyFiles;
+
 /// The whole, validated configuration.
 #[derive(Clone, Debug)]
 pub struct Config {
@@ -105,6 +107,41 @@ impl Config {
         files.sort_by(|a, b| a.0.cmp(&b.0));
         files.dedup_by(|a, b| a.0 == b.0);
         files
+    }
+
+    /// The same configuration with every route's key file read again (the
+    /// paths resolved at load time): what a key rotation needs without any
+    /// other change. Every unreadable or invalid file is reported at its
+    /// route's `auth.keys_file`; the running configuration is untouched.
+    pub fn reload_keys(&self) -> Result<Config, ConfigErrors> {
+        let mut files = KeyFiles::default();
+        let mut errors = Vec::new();
+        let mut routes = Vec::with_capacity(self.routes.len());
+        for (i, route) in self.routes.iter().enumerate() {
+            let Some(auth) = &route.auth else {
+                routes.push(route.clone());
+                continue;
+            };
+            let key = format!("routes[{i}].auth.keys_file");
+            match files.load(&auth.keys_file, auth.sigv4, &key) {
+                Ok(keys) => {
+                    let mut r: Route = (**route).clone();
+                    r.auth = Some(RouteAuth {
+                        keys,
+                        ..auth.clone()
+                    });
+                    routes.push(Arc::new(r));
+                }
+                Err(e) => errors.extend(e),
+            }
+        }
+        if !errors.is_empty() {
+            return Err(ConfigErrors(errors));
+        }
+        Ok(Config {
+            routes,
+            ..self.clone()
+        })
     }
 }
 

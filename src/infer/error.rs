@@ -8,12 +8,13 @@
 use http::StatusCode;
 
 use super::ModelRef;
-use super::backend::MalformedReply;
-use super::raw_input::RawError;
+use crate::codec::v2::DocError;
+use crate::codec::v2::framing::FramingError;
 use crate::codec::v2::json_write::WriteError;
 use crate::error::{Class, Classify, TensorLabel, UpstreamKind, Violated};
 use crate::guard::Refusal;
 use crate::rules::Violation;
+use crate::tensor::{BytesLayoutError, DataType};
 use crate::upstream::UpstreamError;
 
 /// A failure of the inference core.
@@ -63,6 +64,57 @@ pub enum InferError {
     Upstream(#[from] UpstreamError),
     #[error(transparent)]
     RateLimited(#[from] Refusal),
+}
+
+/// What was wrong with a backend's reply.
+#[derive(Debug, thiserror::Error)]
+pub enum MalformedReply {
+    /// The HTTP exchange itself was malformed (the HTTP parser's words).
+    #[error("{detail}")]
+    Http { detail: String },
+    #[error("{0}")]
+    Framing(#[from] FramingError),
+    #[error("JSON header of {len} bytes is over the limit of {limit}")]
+    HeaderTooLarge { len: u64, limit: u64 },
+    #[error("body ended {got} bytes into a {len}-byte JSON header")]
+    HeaderCutShort { got: u64, len: u64 },
+    #[error("unparsable JSON header: {0}")]
+    Header(DocError),
+    #[error("unparsable JSON reply: {0}")]
+    Document(DocError),
+    #[error("binary output sizes add up to more than 2^64 bytes")]
+    SizeOverflow,
+    #[error("output \"{output}\" is missing {missing} bytes")]
+    ShortOutput { output: String, missing: u64 },
+    #[error("output \"{output}\": {source}")]
+    BytesLayout {
+        output: String,
+        source: BytesLayoutError,
+    },
+}
+
+/// Why a raw binary request was refused before it reached the backend.
+#[derive(Debug, thiserror::Error)]
+pub enum RawError {
+    #[error(
+        "a raw binary request (Inference-Header-Content-Length: 0) cannot be checked against this route's input rules: the metadata of model \"{model}\" is unavailable ({reason}); send a JSON or binary-extension request that names the input"
+    )]
+    NoMetadata { model: String, reason: String },
+    #[error(
+        "a raw binary request (Inference-Header-Content-Length: 0) is the model's single input, but the metadata of model \"{model}\" lists {count} inputs; send a JSON or binary-extension request that names each input"
+    )]
+    Inputs { model: String, count: usize },
+    #[error(
+        "raw binary body of {size} bytes cannot be input \"{name}\" of model \"{model}\" ({dtype} with shape {shape}): {reason}"
+    )]
+    Size {
+        model: String,
+        name: String,
+        size: u64,
+        dtype: DataType,
+        shape: String,
+        reason: &'static str,
+    },
 }
 
 impl Classify for InferError {

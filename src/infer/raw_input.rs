@@ -8,35 +8,13 @@
 //! the request is refused with what to send instead: a route's rules are
 //! never skipped silently.
 
+pub use super::error::RawError;
+
 use super::InferError;
 use crate::infer::metadata::{MetadataError, TensorSpec};
 use crate::infer::{Exchange, ModelRef};
 use crate::rules::Side;
-use crate::tensor::{DataType, Shape};
-
-/// Why a raw binary request was refused before it reached the backend.
-#[derive(Debug, thiserror::Error)]
-pub enum RawError {
-    #[error(
-        "a raw binary request (Inference-Header-Content-Length: 0) cannot be checked against this route's input rules: the metadata of model \"{model}\" is unavailable ({reason}); send a JSON or binary-extension request that names the input"
-    )]
-    NoMetadata { model: String, reason: String },
-    #[error(
-        "a raw binary request (Inference-Header-Content-Length: 0) is the model's single input, but the metadata of model \"{model}\" lists {count} inputs; send a JSON or binary-extension request that names each input"
-    )]
-    Inputs { model: String, count: usize },
-    #[error(
-        "raw binary body of {size} bytes cannot be input \"{name}\" of model \"{model}\" ({dtype} with shape {shape}): {reason}"
-    )]
-    Size {
-        model: String,
-        name: String,
-        size: u64,
-        dtype: DataType,
-        shape: String,
-        reason: &'static str,
-    },
-}
+use crate::tensor::Shape;
 
 /// Checks a raw request of `size` bytes for `model` against the route's
 /// input rules. Routes without input rules are not asked about (nothing
@@ -137,6 +115,7 @@ pub fn deduce(spec: &TensorSpec, size: u64) -> Result<Shape, &'static str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tensor::DataType;
 
     fn check(dtype: DataType, shape: &[i64], size: u64, expected: Result<&[u64], &str>) {
         let spec = TensorSpec {

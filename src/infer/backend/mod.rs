@@ -15,9 +15,10 @@ use bytes::Bytes;
 use http::header::{self, HeaderName, HeaderValue};
 use http::{HeaderMap, Response};
 
+pub use super::error::MalformedReply;
 pub use early::{Attempt, EarlySend};
 pub use grpc::unary;
-pub use reply::{BackendReply, MalformedReply, ReplyFraming, ReplyHead, ReplyStream};
+pub use reply::{BackendReply, ReplyFraming, ReplyHead, ReplyStream};
 pub use request::RequestBody;
 
 use super::InferError;

@@ -25,42 +25,16 @@ use http_body_util::BodyExt;
 use super::BackendBody;
 use crate::codec::v2::framing::{self, FramingError, HeaderReader};
 use crate::codec::v2::{
-    BinaryCollector, DocError, DocKind, DocLimits, DocParser, Document, EntryData, collect,
+    BinaryCollector, DocKind, DocLimits, DocParser, Document, EntryData, collect,
 };
 use crate::error::UpstreamKind;
 use crate::http::body::concat;
 use crate::infer::InferError;
+use crate::infer::error::MalformedReply;
 use crate::infer::{Exchange, InferReply, TensorData};
 use crate::rules::Side;
-use crate::tensor::{BytesLayoutError, DataType, bytes_layout};
+use crate::tensor::{DataType, bytes_layout};
 use crate::upstream::Upstream;
-
-/// What was wrong with a backend's reply.
-#[derive(Debug, thiserror::Error)]
-pub enum MalformedReply {
-    /// The HTTP exchange itself was malformed (the HTTP parser's words).
-    #[error("{detail}")]
-    Http { detail: String },
-    #[error("{0}")]
-    Framing(#[from] FramingError),
-    #[error("JSON header of {len} bytes is over the limit of {limit}")]
-    HeaderTooLarge { len: u64, limit: u64 },
-    #[error("body ended {got} bytes into a {len}-byte JSON header")]
-    HeaderCutShort { got: u64, len: u64 },
-    #[error("unparsable JSON header: {0}")]
-    Header(DocError),
-    #[error("unparsable JSON reply: {0}")]
-    Document(DocError),
-    #[error("binary output sizes add up to more than 2^64 bytes")]
-    SizeOverflow,
-    #[error("output \"{output}\" is missing {missing} bytes")]
-    ShortOutput { output: String, missing: u64 },
-    #[error("output \"{output}\": {source}")]
-    BytesLayout {
-        output: String,
-        source: BytesLayoutError,
-    },
-}
 
 /// How the backend framed its reply.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
