@@ -1,7 +1,10 @@
 //! The shared rate-limit store (`[rate_limit_store]`) misbehaving: a
 //! hostile Redis (or one a man in the middle speaks for: `redis://` is
-//! clear text) answering with a reply that never ends. The gateway under
-//! test is a process of its own, so its memory is its own.
+//! clear text) answering with a reply that never ends, and a real Redis
+//! (`redis-server`, started on 127.0.0.1; SKIPPED without one, except
+//! under `CI`) that answers `PING` but fails the rate-limit script. The
+//! gateway under test is a process of its own, so its memory and its log
+//! are its own.
 
 mod common;
 #[path = "common/procs.rs"]
@@ -13,7 +16,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use common::{TestBackend, reply};
-use procs::{GatewayProc, temp_dir};
+use procs::{GatewayProc, free_port, redis_server, start_redis, temp_dir};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
@@ -242,6 +245,131 @@ burst = 1000
     );
     assert!(!log.contains("reachable again"), "{log}");
     server.abort();
+    drop(gw);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Sends one command to the Redis at 127.0.0.1:`port` and returns its
+/// reply's first line.
+async fn redis_cmd(port: u16, args: &[&str]) -> String {
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).await.unwrap();
+    let mut cmd = format!("*{}\r\n", args.len());
+    for a in args {
+        cmd.push_str(&format!("${}\r\n{a}\r\n", a.len()));
+    }
+    stream.write_all(cmd.as_bytes()).await.unwrap();
+    let mut reply = Vec::new();
+    while !reply.ends_with(b"\r\n") {
+        let mut byte = [0u8; 1];
+        stream.read_exact(&mut byte).await.unwrap();
+        reply.push(byte[0]);
+    }
+    String::from_utf8(reply).unwrap().trim_end().to_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_script_that_keeps_failing_takes_the_store_down_once_not_per_request() {
+    let Some(bin) = redis_server() else { return };
+    let dir = temp_dir("store-flap");
+    let port = free_port();
+    let _redis = start_redis(&bin, &dir, port);
+    // The route's bucket as a hash: the script's GET on it fails
+    // (WRONGTYPE) while PING, and the announcement on another key, answer.
+    let route = "flappy";
+    let bucket = format!("tensorgate:rl:{}:{route}::requests", route.len());
+    assert_eq!(redis_cmd(port, &["HSET", &bucket, "f", "v"]).await, ":1");
+    let backend = TestBackend::start(|_| async { reply(200, &[], "{}") }).await;
+    let toml = format!(
+        r#"
+[rate_limit_store]
+url = "redis://127.0.0.1:{port}"
+on_store_error = "allow"
+timeout = "100ms"
+probe_interval = "500ms"
+
+[backends.b]
+url = "{backend}"
+
+[[routes]]
+name = "{route}"
+default = true
+backend = "b"
+[routes.rate_limit]
+requests_per_second = 1
+burst = 100000
+"#,
+        backend = backend.url()
+    );
+    let gw = GatewayProc::start(&dir, "flap", &toml);
+
+    // 2 s of requests, 5 at a time: every one is let through by the
+    // policy, and the store changes state at most once per probe.
+    const OFFERED: Duration = Duration::from_secs(2);
+    let started = Instant::now();
+    let mut sent = 0;
+    while started.elapsed() < OFFERED {
+        let mut batch = tokio::task::JoinSet::new();
+        for _ in 0..5 {
+            batch.spawn(common::send(gw.data, "GET", "/v2/health/ready", &[], ""));
+        }
+        let answers = tokio::time::timeout(Duration::from_secs(5), batch.join_all())
+            .await
+            .expect("requests waited on the store");
+        for got in answers {
+            assert_eq!(got.status, 200, "on_store_error = allow");
+            sent += 1;
+        }
+    }
+    let log = gw.proc.text();
+    let down = log.matches("rate-limit store unreachable").count();
+    let up = log.matches("rate-limit store reachable again").count();
+    eprintln!("{sent} requests in {OFFERED:?}: {down} down, {up} up");
+    assert!(sent > 50, "only {sent} requests");
+    let changes: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("rate-limit store"))
+        .take(6)
+        .collect();
+    assert_eq!(
+        (down, up),
+        (1, 0),
+        "a PING answering does not make a failing script work:\n{}",
+        changes.join("\n")
+    );
+    let m = scrape(gw.admin).await;
+    assert_eq!(
+        common::metric(&m, "tensorgate_rate_limit_store_up"),
+        Some(0.0)
+    );
+
+    // Once the script can work again, the next probe says so.
+    assert_eq!(redis_cmd(port, &["DEL", &bucket]).await, ":1");
+    let deadline = Instant::now() + Duration::from_secs(3);
+    while !gw.proc.text().contains("rate-limit store reachable again") {
+        assert!(
+            Instant::now() < deadline,
+            "never up again:\n{}",
+            gw.proc.text()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // The probe asked the failed decision again taking nothing: it wrote
+    // nothing.
+    assert_eq!(redis_cmd(port, &["TYPE", &bucket]).await, "+none");
+    let got = common::send(gw.data, "GET", "/v2/health/ready", &[], "").await;
+    assert_eq!(got.status, 200);
+    let m = scrape(gw.admin).await;
+    assert_eq!(
+        common::metric(&m, "tensorgate_rate_limit_store_up"),
+        Some(1.0)
+    );
+    // The request took its token in the store: the bucket (at one token a
+    // second) is there for a second.
+    assert_eq!(
+        redis_cmd(port, &["TYPE", &bucket]).await,
+        "+string",
+        "decisions go to the store again"
+    );
     drop(gw);
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -13,8 +13,11 @@
 //! without end. A decision waits at most `timeout`; one that fails or
 //! times out takes the store as *down* and drops every connection: from
 //! then on decisions are made by `on_store_error` without asking it, until
-//! a probe (every `probe_interval`, in [`watch`]) gets an answer on a new
-//! connection; each change is logged once and shown in
+//! a probe (every `probe_interval`, the first a whole interval after the
+//! failure, in [`watch`]) gets answers on a new connection, to the
+//! announcement and to the decision that failed, asked again taking
+//! nothing (a Redis that answers `PING` but fails the script stays down);
+//! each change is logged once and shown in
 //! `tensorgate_rate_limit_store_up`. The probe also announces the gateway
 //! ([`script::ANNOUNCE`]), which tells every gateway how many share the
 //! store (what `local` divides limits by).
@@ -80,6 +83,13 @@ pub struct Ask<'a> {
     pub rate: Rate,
 }
 
+/// A decision's buckets, kept to ask again.
+#[derive(Debug)]
+struct Replay {
+    keys: Vec<String>,
+    rates: Vec<Rate>,
+}
+
 /// The client to the shared store, shared by every route's limiter.
 #[derive(Debug)]
 pub struct Store {
@@ -97,7 +107,9 @@ pub struct Store {
     /// This gateway's name in the set of gateways.
     id: String,
     metrics: Option<StoreFamilies>,
-    /// Wakes the probe at once (when the store was just found down).
+    /// The decision that took the store down, for the probe to ask again.
+    failed_asks: Mutex<Option<Replay>>,
+    /// Restarts the probe's interval (when the store was just found down).
     wake: Arc<Notify>,
     task: Mutex<Option<AbortHandle>>,
 }
@@ -141,6 +153,7 @@ impl Store {
             peers: AtomicU32::new(1),
             id: gateway_id(),
             metrics,
+            failed_asks: Mutex::new(None),
             wake: Arc::new(Notify::new()),
             task: Mutex::new(None),
         });
@@ -198,9 +211,39 @@ impl Store {
         }
         let verdict = answer.and_then(|(i, wait)| verdict(i, wait, asks.len()));
         if let Err(e) = &verdict {
+            *self.lock_failed_asks() = Some(Replay {
+                keys: asks.iter().map(|a| a.key.to_owned()).collect(),
+                rates: asks.iter().map(|a| a.rate).collect(),
+            });
             self.failed(e);
         }
         verdict
+    }
+
+    /// Asks again, taking nothing, the decision that took the store down
+    /// (none: nothing to ask).
+    async fn ask_again(&self) -> Result<(), StoreError> {
+        let mut invocation = self.decide.prepare_invoke();
+        let asked = {
+            let failed = self.lock_failed_asks();
+            let Some(replay) = failed.as_ref() else {
+                return Ok(());
+            };
+            invocation.arg(0);
+            for (key, rate) in replay.keys.iter().zip(&replay.rates) {
+                invocation.key(key);
+                invocation.arg(rate.per_second).arg(rate.burst);
+            }
+            replay.keys.len()
+        };
+        let (i, wait) = self
+            .call(async |mut conn| invocation.invoke_async::<(i64, i64)>(&mut conn).await)
+            .await?;
+        verdict(i, wait, asked).map(|_| ())
+    }
+
+    fn lock_failed_asks(&self) -> std::sync::MutexGuard<'_, Option<Replay>> {
+        self.failed_asks.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// Counts a decision made by the policy.
@@ -271,6 +314,7 @@ impl Store {
     /// A probe got answers: decisions go to the store again (logged when
     /// it was down).
     fn recovered(&self) {
+        *self.lock_failed_asks() = None;
         if !self.up.swap(true, Ordering::Relaxed) {
             tracing::info!(
                 store = %self.settings.url,

@@ -1,9 +1,14 @@
 //! The store's background task: every `probe_interval` it announces this
 //! gateway in the store and counts the gateways sharing it. While the
-//! store is taken as down it is a probe: the store is up again when the
-//! announcement answers, on a connection made for it (taking the store as
-//! down dropped every connection, so each worker makes a new one on its
-//! next decision). Holds the store weakly: it ends with the store.
+//! store is taken as down it is a probe, the first a whole interval after
+//! the failure: the store is up again when the announcement answers, on a
+//! connection made for it (taking the store as down dropped every
+//! connection, so each worker makes a new one on its next decision), and
+//! the decision that failed, asked again taking nothing, answers too. A
+//! store whose script fails while `PING` would answer (a bucket key of
+//! another type, a Cluster's slots, ACLs) so stays down, logged once,
+//! instead of going up and down with every request. Holds the store
+//! weakly: it ends with the store.
 
 use std::sync::{Arc, Weak};
 
@@ -11,8 +16,8 @@ use tokio::sync::Notify;
 
 use super::Store;
 
-/// Runs until the store is dropped; `wake` (the store's) starts a round
-/// at once.
+/// Runs until the store is dropped; `wake` (the store's, when it was just
+/// found down) starts the interval to the next round again.
 pub(super) async fn run(store: Weak<Store>, wake: Arc<Notify>) {
     loop {
         let interval = {
@@ -22,10 +27,10 @@ pub(super) async fn run(store: Weak<Store>, wake: Arc<Notify>) {
             round(&store).await;
             store.settings.probe_interval
         };
-        tokio::select! {
-            () = tokio::time::sleep(interval) => {}
-            () = wake.notified() => {}
-        }
+        while tokio::time::timeout(interval, wake.notified())
+            .await
+            .is_ok()
+        {}
     }
 }
 
@@ -42,7 +47,9 @@ async fn round(store: &Store) {
     match counted {
         Ok(peers) => {
             store.set_peers(peers);
-            store.recovered();
+            if store.is_up() || store.ask_again().await.is_ok() {
+                store.recovered();
+            }
         }
         Err(e) => {
             if store.is_up() {
