@@ -164,8 +164,9 @@ impl Default for Retries {
 }
 
 /// `metrics_url` and its timing: each replica's Prometheus endpoint is
-/// read every `interval` for Triton's queue metrics per model, which the
-/// replica picker adds to its outstanding count.
+/// read every `interval` (over HTTP/1.1, whatever the backend's protocol)
+/// for Triton's queue metrics per model, which the replica picker adds to
+/// its outstanding count.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct QueueSignal {
     pub source: MetricsSource,
