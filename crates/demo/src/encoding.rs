@@ -7,8 +7,8 @@ use http::header::CONTENT_ENCODING;
 use http::{HeaderMap, HeaderValue};
 
 use super::error::DemoError;
-use crate::codec::coding::{Coding, Decoder, InflateError};
-use crate::codec::pieces::concat;
+use tensorgate_codec::codec::coding::{Coding, Decoder, InflateError};
+use tensorgate_codec::codec::pieces::concat;
 
 /// The body, decompressed (bounded by `limit`) as its `Content-Encoding`
 /// says, with the codec's decoder (the gateway's too).
