@@ -372,7 +372,7 @@ async fn fetch_ok(exchange: Exchange<'_>, twin: Twin, headers: HeaderMap) -> Res
         .unwrap_or_else(|| String::from_utf8_lossy(&body).trim().to_owned());
     Err(InferError::Refused {
         backend: exchange.upstream.name().to_owned(),
-        status,
+        origin: crate::error::Origin::Http(status),
         message,
     }
     .into())
