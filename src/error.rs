@@ -27,6 +27,9 @@ pub enum Class {
     Malformed,
     /// The method is not served on this path. 405.
     MethodNotAllowed,
+    /// A call the backend's protocol has no form for (a V2 endpoint
+    /// without a gRPC call, to a gRPC backend). 501; gRPC UNIMPLEMENTED.
+    Unsupported,
     /// A tensor the request carries breaks a rule of its route, or cannot
     /// be used the way the route needs it. 400, naming the tensor.
     BadTensor { tensor: String },
@@ -232,6 +235,7 @@ impl Class {
                 StatusCode::BAD_REQUEST
             }
             Class::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
+            Class::Unsupported => StatusCode::NOT_IMPLEMENTED,
             Class::TooLarge
             | Class::RateLimited {
                 retry_after: None, ..

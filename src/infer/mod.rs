@@ -14,6 +14,7 @@
 
 pub mod backend;
 pub mod call;
+pub mod calls;
 pub mod checks;
 mod error;
 pub mod metadata;

@@ -364,8 +364,8 @@ enum Transport {
 
 impl Transport {
     fn new(backend: &Backend, base: &Uri) -> Transport {
-        if backend.protocol() == Protocol::Grpc {
-            return Transport::Http2 {
+        match backend.protocol() {
+            Protocol::Grpc => Transport::Http2 {
                 pools: (0..=ServerConfig::MAX_WORKERS)
                     .map(|_| OnceLock::new())
                     .collect(),
@@ -375,16 +375,16 @@ impl Transport {
                     max_idle: backend.pool_max_idle_per_host,
                 },
                 metrics: OnceLock::new(),
-            };
-        }
-        Transport::Http1 {
-            main: Http1::new(
-                base,
-                connector(backend),
-                backend.pool_max_idle_per_host,
-                backend.pool_idle_timeout,
-            ),
-            other: OnceLock::new(),
+            },
+            Protocol::Http => Transport::Http1 {
+                main: Http1::new(
+                    base,
+                    connector(backend),
+                    backend.pool_max_idle_per_host,
+                    backend.pool_idle_timeout,
+                ),
+                other: OnceLock::new(),
+            },
         }
     }
 }

@@ -33,6 +33,7 @@ pub fn code_of(class: &Class) -> Code {
     match class {
         Class::Malformed | Class::BadTensor { .. } | Class::BodyBroken => Code::InvalidArgument,
         Class::MethodNotAllowed
+        | Class::Unsupported
         | Class::UnsupportedEncoding
         | Class::UnsupportedMediaType
         | Class::NotAcceptable => Code::Unimplemented,

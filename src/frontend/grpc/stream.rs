@@ -43,12 +43,13 @@ use super::status::{self, Code, code_of};
 use crate::codec::grpc::proto::inference::ModelInferRequest;
 use crate::codec::grpc::proto::inference::infer_parameter::ParameterChoice;
 use crate::codec::grpc::{self, FrameDecoder, budget, frame};
-use crate::config::{Protocol, Route};
+use crate::config::Route;
 use crate::error::{DeadlineExceeded, Error};
 use crate::frontend::{Call, Services, Target};
 use crate::http::body::{Body, BoxError};
 use crate::http::client_body::ClientBody;
 use crate::http::headers::trace_headers;
+use crate::infer::backend::{self, Streams};
 use crate::infer::call::{self, InferCall};
 use crate::infer::checks::{check_request, doc_limits, grpc_caps};
 use crate::infer::route::{self, RouteError};
@@ -106,21 +107,20 @@ pub async fn serve(call: Call<'_>) -> Result<Response<Body>, Error> {
     let reader = Reader { body, frames };
     let deadline = obs.deadline();
     let (out, obs) = (tx.clone(), obs.clone());
-    if stream.upstream.backend.protocol() == Protocol::Grpc {
-        tokio::spawn(within(
+    match backend::streams(&stream.upstream) {
+        Streams::AsItCame => tokio::spawn(within(
             deadline,
             out,
             obs,
             through_grpc(stream, first, reader, tx),
-        ));
-    } else {
-        tokio::spawn(within(
+        )),
+        Streams::PerRequest => tokio::spawn(within(
             deadline,
             out,
             obs,
             through_http(stream, first, reader, tx),
-        ));
-    }
+        )),
+    };
     let mut resp = Response::new(http_body_util::BodyExt::boxed_unsync(Frames(rx)));
     resp.headers_mut().insert(
         header::CONTENT_TYPE,

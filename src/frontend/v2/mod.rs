@@ -7,7 +7,6 @@
 //! streaming JSON as the backend's bytes arrive where it can.
 
 mod error;
-mod grpc_backend;
 mod json_stream;
 mod passthrough;
 mod read;

@@ -18,10 +18,17 @@ use super::request::RequestBody;
 use super::{BackendReply, Refusal, Sent, Wire, refused};
 use crate::codec::grpc::budget::{self, Caps};
 use crate::codec::grpc::frame::FrameError;
+use crate::codec::grpc::status::Code;
 use crate::codec::grpc::{self, frame};
 use crate::codec::v2::json_write::{DocWriter, TensorForm};
 use crate::codec::v2::{DocLimits, Document};
+use crate::error::Error;
 use crate::error::UpstreamKind;
+use crate::http::body::Body;
+use crate::http::client_body::BodyError;
+use crate::http::headers::trace_headers;
+use crate::infer::calls;
+use crate::infer::calls::{Call, CallError, Op, Origin, Reply};
 use crate::infer::metadata::{MetadataError, ModelMetadata};
 use crate::infer::{Exchange, InferError, ModelRef, TensorData};
 use crate::observe::Metered;
@@ -124,6 +131,25 @@ impl Wire for Grpc {
 
     fn sends_early() -> bool {
         false
+    }
+
+    fn streams() -> super::Streams {
+        super::Streams::AsItCame
+    }
+
+    async fn call(exchange: Exchange<'_>, call: Call) -> Result<calls::Answer, Error> {
+        match call.origin {
+            Origin::Grpc {
+                method,
+                message,
+                headers,
+                idempotent,
+            } => {
+                let answer = forward(exchange, method, message, headers, idempotent).await?;
+                Ok(calls::Answer::Grpc(answer))
+            }
+            Origin::Http { parts, body } => translated(exchange, parts, body).await,
+        }
     }
 
     /// `ModelMetadata`, read as its JSON twin.
@@ -270,4 +296,115 @@ fn binary_layout(header: &Document, data: Vec<Vec<Bytes>>) -> (u64, Vec<Bytes>) 
         .chain(data.into_iter().flatten())
         .collect();
     (header_len, chunks)
+}
+
+/// A gRPC call passed on as it came: its reply message (nothing of a
+/// `ModelConfig` is lost to a translation) or its status, as they are.
+async fn forward(
+    exchange: Exchange<'_>,
+    method: &'static str,
+    message: Bytes,
+    headers: HeaderMap,
+    idempotent: bool,
+) -> Result<Answer, Error> {
+    let model = Some(exchange.obs.model().to_owned()).filter(|m| !m.is_empty());
+    let out = crate::upstream::grpc::call(method, vec![message], headers, model, idempotent)
+        .map_err(|e| CallError::Translate {
+            what: "call",
+            reason: e.to_string(),
+        })?;
+    let answer = unary(exchange, out)
+        .await?
+        .map_err(|e| CallError::Translate {
+            what: "reply",
+            reason: e.to_string(),
+        })?;
+    Ok(answer)
+}
+
+/// A V2 HTTP request as the call that stands for it. A flag a server
+/// cannot give is "not ready" (as Triton's HTTP endpoint says), but for an
+/// unavailable server; any other status is the backend refusing the call.
+async fn translated(
+    exchange: Exchange<'_>,
+    parts: http::request::Parts,
+    body: Option<Body>,
+) -> Result<calls::Answer, Error> {
+    let request = match (Op::http_body(&parts.method), body) {
+        (true, Some(b)) => {
+            read(
+                b,
+                exchange.route.limits.max_body_bytes,
+                &exchange.route.name,
+            )
+            .await?
+        }
+        _ => Bytes::new(),
+    };
+    let op = Op::from_http(&parts.method, parts.uri.path(), &request);
+    let (method, message) = op.grpc()?;
+    let model = Some(exchange.obs.model().to_owned()).filter(|m| !m.is_empty());
+    let out = crate::upstream::grpc::call(
+        method,
+        vec![message.into()],
+        trace_headers(&parts.headers),
+        model,
+        true,
+    )
+    .map_err(|e| bad_reply(exchange, e.to_string()))?;
+    let answer = unary(exchange, out)
+        .await?
+        .map_err(|e| bad_reply(exchange, e.to_string()))?;
+    match answer {
+        Answer::Message(m) => {
+            let reply =
+                Reply::from_message(&op, &m).map_err(|e| bad_reply(exchange, e.to_string()))?;
+            Ok(calls::Answer::Translated(Box::new((op, reply))))
+        }
+        Answer::Status { code, .. } if op.is_flag() && code != Code::Unavailable => {
+            exchange.obs.backend_status(status_of(code));
+            Ok(calls::Answer::Translated(Box::new((
+                op,
+                Reply::Flag(false),
+            ))))
+        }
+        Answer::Status { code, message } => {
+            exchange.obs.backend_status(status_of(code));
+            Ok(calls::Answer::Refused { code, message })
+        }
+    }
+}
+
+fn status_of(code: Code) -> http::StatusCode {
+    http::StatusCode::from_u16(code.http()).unwrap_or(http::StatusCode::BAD_GATEWAY)
+}
+
+fn bad_reply(exchange: Exchange<'_>, detail: String) -> InferError {
+    InferError::BadReply {
+        backend: exchange.upstream.name().to_owned(),
+        source: Box::new(super::MalformedReply::Http { detail }),
+    }
+}
+
+/// A request body for a call, whole, within `limit` bytes (the route's
+/// `max_body_bytes`).
+async fn read(mut body: Body, limit: u64, route: &str) -> Result<Bytes, Error> {
+    use http_body_util::BodyExt;
+    let mut out = Vec::new();
+    while let Some(frame) = body.frame().await {
+        let frame = frame.map_err(|e| BodyError::Broken {
+            detail: e.to_string(),
+        })?;
+        if let Ok(data) = frame.into_data() {
+            out.extend_from_slice(&data);
+            if out.len() as u64 > limit {
+                return Err(BodyError::TooLarge {
+                    route: route.to_owned(),
+                    limit,
+                }
+                .into());
+            }
+        }
+    }
+    Ok(out.into())
 }

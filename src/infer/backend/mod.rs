@@ -37,12 +37,13 @@ pub use reply::{BackendReply, ReplyFraming, ReplyHead, ReplyStream};
 pub use request::{RequestBody, provisional_header};
 
 use super::InferError;
+use super::calls::{Answer, Call};
 use super::metadata::{MetadataError, ModelMetadata};
 use super::{Exchange, ModelRef, TensorData};
 use crate::codec::v2::Document;
 use crate::codec::v2::framing::IHCL_HEADER;
 use crate::config::Protocol;
-use crate::error::Origin;
+use crate::error::{Error, Origin};
 use crate::http::body::{BoxError, ChunksBody};
 use crate::http::headers::lacks;
 use crate::observe::Metered;
@@ -84,11 +85,18 @@ trait Wire {
     /// Whether a request may go while the client's is still read.
     fn sends_early() -> bool;
 
+    /// How it serves a gRPC stream of infer requests.
+    fn streams() -> Streams;
+
     /// `model`'s metadata, from the backend.
     async fn metadata(
         upstream: &Upstream,
         model: &ModelRef,
     ) -> Result<ModelMetadata, MetadataError>;
+
+    /// A call other than infer: one in this protocol as it came, one in
+    /// the other for what it is ([`calls`]).
+    async fn call(exchange: Exchange<'_>, call: Call) -> Result<Answer, Error>;
 }
 
 /// `$call` of the implementation of `$upstream`'s protocol: the one place
@@ -133,12 +141,32 @@ pub fn sends_early(upstream: &Upstream) -> bool {
     wire!(upstream, sends_early())
 }
 
+/// How a backend serves a gRPC stream of infer requests
+/// (`ModelStreamInfer`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Streams {
+    /// As the stream came, both ways: the backend speaks gRPC.
+    AsItCame,
+    /// One infer call per request, answered in order.
+    PerRequest,
+}
+
+/// How `upstream`'s backend serves a gRPC stream of infer requests.
+pub fn streams(upstream: &Upstream) -> Streams {
+    wire!(upstream, streams())
+}
+
 /// `model`'s metadata from `upstream`'s backend.
 pub async fn metadata(
     upstream: &Upstream,
     model: &ModelRef,
 ) -> Result<ModelMetadata, MetadataError> {
     wire!(upstream, metadata(upstream, model).await)
+}
+
+/// A call other than infer, answered by the exchange's backend.
+pub async fn call(exchange: Exchange<'_>, call: Call) -> Result<Answer, Error> {
+    wire!(exchange.upstream, call(exchange, call).await)
 }
 
 /// A backend's reply body as the core reads it.

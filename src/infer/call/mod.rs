@@ -34,8 +34,10 @@ use bytes::Bytes;
 use http::HeaderMap;
 
 mod early;
+mod other;
 
 pub use early::{Attempt, EarlySend};
+pub use other::other;
 
 use super::backend::{self, BackendReply, RequestBody, Sent};
 use super::{Exchange, InferError, InferReply, InferRequest, ModelRef};
