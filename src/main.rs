@@ -20,8 +20,8 @@ static ALLOCATOR: allocator::Allocator = allocator::Allocator;
 /// aligned block on every allocation, and mimalloc 3 serves an aligned
 /// request of more than 1 KiB (a request's future, a reply's buffer)
 /// whose size is not a power of two by over-allocating and aligning
-/// inside the block, on its slow path: about 190 instructions more per
-/// such allocation under callgrind, five to fifteen of them per request.
+/// inside the block, on its slow path, for several allocations of every
+/// request (see docs/PERFORMANCE.md, "What each decision bought").
 #[allow(unsafe_code)]
 mod allocator {
     use std::alloc::{GlobalAlloc, Layout};

@@ -583,9 +583,10 @@ fn request(replica: &Replica, out: &mut Outgoing, copy: bool) -> Request<Body> {
     *req.uri_mut() = replica.target(&out.path);
     // Set here, not by the client, which would format the replica's `Host`
     // for every request; replaced in place, so a caller need not remove
-    // the client's first (a removal cost about 250 instructions). Set
+    // the client's first (a removal hashes the name and probes). Set
     // before the copy: a copy has no room to spare, and an insert into it
-    // moved all of it (about 250 instructions per request).
+    // moved all of it to a larger table (measurable with
+    // scripts/bench/instructions.sh).
     out.headers.insert(header::HOST, replica.host().clone());
     *req.headers_mut() = if copy {
         out.headers.clone()

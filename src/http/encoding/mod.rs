@@ -34,7 +34,7 @@ pub fn request_coding(headers: &HeaderMap) -> Result<Coding, UnsupportedCoding> 
 pub fn negotiate(headers: &HeaderMap) -> Coding {
     // One coding without parameters (`identity`, `gzip`: what most clients
     // send) is decided without splitting the value into items and
-    // parameters (about half the cost, under callgrind).
+    // parameters (measurable with scripts/bench/instructions.sh).
     let mut values = headers.get_all(header::ACCEPT_ENCODING).iter();
     if let (Some(only), None) = (values.next(), values.next())
         && let Ok(text) = only.to_str()

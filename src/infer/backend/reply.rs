@@ -137,8 +137,8 @@ const SCAN: usize = 8;
 /// The first value of `name`, found without hashing the name when the
 /// headers are few (a backend's reply carries three or four): a lookup
 /// hashes a custom name such as `Inference-Header-Content-Length` byte by
-/// byte, about 270 instructions, where comparing a few names costs a
-/// fraction of that.
+/// byte, where comparing a few names costs a fraction of that (see
+/// docs/PERFORMANCE.md, "What each decision bought").
 fn find<'h>(headers: &'h HeaderMap, name: &HeaderName) -> Option<&'h HeaderValue> {
     if headers.keys_len() <= SCAN {
         headers.iter().find(|(k, _)| *k == name).map(|(_, v)| v)
