@@ -226,7 +226,7 @@ fn demo_backend(listen: SocketAddr, grpc_listen: Option<SocketAddr>) -> ExitCode
                     listener.local_addr()?
                 );
                 let Some(grpc_addr) = grpc_listen else {
-                    return tensorgate::demo::serve(listener, wait_for_signal()).await;
+                    return tensorgate_demo::serve(listener, wait_for_signal()).await;
                 };
                 let grpc_listener = tokio::net::TcpListener::bind(grpc_addr).await?;
                 eprintln!(
@@ -238,8 +238,8 @@ fn demo_backend(listen: SocketAddr, grpc_listen: Option<SocketAddr>) -> ExitCode
                 let until_stopped = |mut rx: tokio::sync::watch::Receiver<bool>| async move {
                     let _ = rx.wait_for(|s| *s).await;
                 };
-                let http = tensorgate::demo::serve(listener, until_stopped(stopped.clone()));
-                let grpc = tensorgate::demo::serve_grpc(grpc_listener, until_stopped(stopped));
+                let http = tensorgate_demo::serve(listener, until_stopped(stopped.clone()));
+                let grpc = tensorgate_demo::serve_grpc(grpc_listener, until_stopped(stopped));
                 let signal = async move {
                     wait_for_signal().await;
                     let _ = stop.send(true);
@@ -298,7 +298,7 @@ async fn run(args: ServeArgs) -> Result<(), String> {
             .map_err(|e| format!("--backend {}: {e}", urls.join(" --backend ")))?,
         )),
         (None, []) => {
-            let server = tensorgate::demo::spawn()
+            let server = tensorgate_demo::spawn()
                 .await
                 .map_err(|e| format!("cannot start the demo backend: {e}"))?;
             let c = Config::demo(

@@ -23,12 +23,12 @@ use http::header::{self, HeaderName, HeaderValue};
 use http_body_util::BodyExt;
 
 use super::BackendBody;
+use crate::codec::pieces::concat;
 use crate::codec::v2::framing::{self, FramingError, HeaderReader};
 use crate::codec::v2::{
     BinaryCollector, DocKind, DocLimits, DocParser, Document, EntryData, collect,
 };
 use crate::error::UpstreamKind;
-use crate::http::body::concat;
 use crate::infer::InferError;
 use crate::infer::error::MalformedReply;
 use crate::infer::{Exchange, InferReply, TensorData};
