@@ -5,7 +5,13 @@
 //! for every message; every message of a stream bound to the route its
 //! model names, with that route's keys, rate limits and access-log line;
 //! statistics answered only for the caller's route's models.
+//!
+//! A test binary of its own, not a module of `tests/it`: two tests assert
+//! that this process's peak resident memory (`VmHWM`) grew by less than
+//! 200 MiB, and a peak raised by any test running beside them would stay
+//! raised.
 
+#[path = "it/common/mod.rs"]
 mod common;
 
 use std::net::SocketAddr;

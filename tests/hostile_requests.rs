@@ -9,6 +9,12 @@
 //! records, Decthings limits, replicas sending endless replies, a FIFO
 //! where a watched file was, `/ping` floods, capped access-log fields,
 //! readiness without health checks.
+//!
+//! A test binary of its own, not a module of `tests/it`:
+//! `json_outside_tensor_data_is_bounded` asserts on the growth of this
+//! process's resident memory (`VmRSS`) while it sends 32 MB bodies, so the
+//! allocations of tests running beside it would count as the gateway's
+//! (and its bodies against their own memory bounds).
 
 #[path = "hostile/access_log.rs"]
 mod access_log;
@@ -16,6 +22,7 @@ mod access_log;
 mod amplification;
 #[path = "hostile/attack.rs"]
 mod attack;
+#[path = "it/common/mod.rs"]
 mod common;
 #[path = "hostile/decthings_limits.rs"]
 mod decthings_limits;
@@ -25,12 +32,8 @@ mod decthings_shared_prefix;
 mod fifo_reload;
 #[path = "hostile/ping.rs"]
 mod ping;
-#[path = "common/procs.rs"]
-mod procs;
 #[path = "hostile/readiness.rs"]
 mod readiness;
-#[path = "common/replica.rs"]
-mod replica;
 #[path = "hostile/replica_faults.rs"]
 mod replica_faults;
 #[path = "hostile/signed_flood.rs"]
@@ -38,6 +41,8 @@ mod signed_flood;
 #[path = "hostile/slots.rs"]
 mod slots;
 
+use common::procs;
+use common::replica;
 use common::{TestBackend, gateway, reply, send};
 
 /// A backend that records every request and answers 200.

@@ -3,7 +3,13 @@
 //! 64 MB, whose backend stream would wait a minute: only send_timeout can
 //! end it sooner); a client reading slowly but steadily is never cut,
 //! however long the whole reply takes.
+//!
+//! A test binary of its own, not a module of `tests/it`: `live` below
+//! installs a counting `#[global_allocator]`, which is the whole process's,
+//! and a test asserts on the heap it counts (the held replies given back),
+//! which the allocations of any test running beside it would move.
 
+#[path = "it/common/mod.rs"]
 mod common;
 
 use std::time::{Duration, Instant};

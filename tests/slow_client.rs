@@ -2,9 +2,11 @@
 //! reads the backend only as fast as the client takes the bytes, so what
 //! the backend has produced stays within a bound of what the client has
 //! read (socket buffers and a few frames), and the process does not grow by
-//! the reply's size. Its own test binary, so the memory it measures is its
-//! own.
+//! the reply's size. A test binary of its own, not a module of `tests/it`,
+//! so the memory it measures (this process's resident set, bounded to
+//! 64 MiB of growth) is its own.
 
+#[path = "it/common/mod.rs"]
 mod common;
 
 use std::pin::Pin;
