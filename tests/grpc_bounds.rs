@@ -19,7 +19,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use common::access_log;
-use common::{TestBackend, gateway, keys_file, metric, reply, scrape_text};
+use common::{TestBackend, gateway, i32s, keys_file, metric, reply, scrape_text};
 use http::Request;
 use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
@@ -37,10 +37,6 @@ type Client = GrpcInferenceServiceClient<Channel>;
 
 const PROMPT: Duration = Duration::from_secs(10);
 const KEY: &str = "0123456789abcdef0123";
-
-fn i32s(values: &[i32]) -> Bytes {
-    values.iter().flat_map(|v| v.to_le_bytes()).collect()
-}
 
 fn simple(model: &str) -> ModelInferRequest {
     let input = |name: &str| InferInputTensor {
@@ -89,13 +85,7 @@ fn empty_inputs(model: &str, entries: usize) -> Vec<u8> {
 
 /// The process's peak resident memory, in MiB.
 fn peak_rss_mib() -> u64 {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap();
-    let kb: u64 = status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .unwrap();
-    kb / 1024
+    common::procs::status_kib(None, "VmHWM").unwrap() / 1024
 }
 
 /// One call sent as it is over HTTP/2 (a tonic client would not send

@@ -82,14 +82,7 @@ backend = "b"
 }
 
 fn rss_kib() -> u64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("VmRSS:"))
-                .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
-        })
-        .unwrap_or(0)
+    procs::status_kib(None, "VmRSS").unwrap_or(0)
 }
 
 /// A 32 MB array in an unknown member or in `parameters` used to grow the

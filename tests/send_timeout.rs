@@ -14,9 +14,10 @@ mod common;
 
 use std::time::{Duration, Instant};
 
+use common::raw::small_window;
 use common::*;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpSocket, TcpStream};
+use tokio::net::TcpStream;
 
 const SIZE: usize = 64 << 20;
 
@@ -46,12 +47,6 @@ backend = "b"
     ))
     .await;
     (backend, gw)
-}
-
-async fn small_window(addr: std::net::SocketAddr) -> TcpStream {
-    let socket = TcpSocket::new_v4().unwrap();
-    socket.set_recv_buffer_size(64 << 10).unwrap();
-    socket.connect(addr).await.unwrap()
 }
 
 /// A request for the 64 MB reply, on a connection that reads nothing yet.

@@ -49,9 +49,7 @@ impl http_body::Body for Endless {
 
 /// Resident set size of this process, from /proc (Linux).
 fn rss_bytes() -> Option<u64> {
-    let statm = std::fs::read_to_string("/proc/self/statm").ok()?;
-    let pages: u64 = statm.split_whitespace().nth(1)?.parse().ok()?;
-    Some(pages * 4096)
+    Some(common::procs::status_kib(None, "VmRSS")? * 1024)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -184,12 +184,6 @@ pub async fn post(
 
 /// Requests in flight on every route, from the admin port's scrape.
 pub async fn in_flight(admin: SocketAddr) -> f64 {
-    let text = crate::common::send(admin, "GET", "/metrics", &[], "")
-        .await
-        .body;
-    String::from_utf8_lossy(&text)
-        .lines()
-        .filter(|l| l.starts_with("tensorgate_in_flight_requests{"))
-        .filter_map(|l| l.rsplit_once(' ')?.1.parse::<f64>().ok())
-        .sum()
+    let text = crate::common::scrape(admin).await;
+    crate::common::metric_sum(&text, "tensorgate_in_flight_requests", &[])
 }

@@ -9,8 +9,8 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use crate::common::send;
-use crate::procs::{Proc, free_port, wait_listening};
+use crate::common::{free_port, metric, scrape, send};
+use crate::procs::{Proc, wait_listening};
 
 const ALICE: &str = "alice-key-0123456789";
 const BOB: &str = "bob-key-0123456789ab";
@@ -31,12 +31,8 @@ fn replace(path: &Path, text: &str) {
 }
 
 async fn reloads(admin: std::net::SocketAddr, result: &str) -> f64 {
-    let body = send(admin, "GET", "/metrics", &[], "").await.body;
-    let series = format!("tensorgate_config_reloads_total{{result=\"{result}\"}} ");
-    String::from_utf8_lossy(&body)
-        .lines()
-        .find_map(|l| l.strip_prefix(&series)?.parse().ok())
-        .unwrap_or(-1.0)
+    let series = format!("tensorgate_config_reloads_total{{result=\"{result}\"}}");
+    metric(&scrape(admin).await, &series).unwrap_or(-1.0)
 }
 
 async fn wait_reloads(admin: std::net::SocketAddr, result: &str, want: f64, p: &Proc) {

@@ -21,8 +21,9 @@ use hyper_util::rt::TokioIo;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
 
+use crate::common::metric_sum as metric;
 use crate::common::{gateway, send};
-use crate::replica::{Replica, drive, metric, simple_infer};
+use crate::replica::{Replica, drive, simple_infer};
 
 /// A reply body of 64 KiB chunks of JSON whitespace after `{`, without end.
 struct Endless(bool);

@@ -26,6 +26,8 @@ use tensorgate::auth::sigv4::{
 use tokio::task::JoinSet;
 
 use crate::attack::{ATTACKER, CLIENT, Probe, client_from, h2_bodyless, post};
+use crate::common::free_port;
+use crate::procs::status_kib;
 use crate::replica::simple_infer;
 
 const CAROL: &str = "carol-key-0123456789";
@@ -165,22 +167,9 @@ impl Drop for Gateway {
 impl Gateway {
     /// The process's resident set and its peak, in MiB.
     fn rss_mib(&self) -> (u64, u64) {
-        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))
-            .unwrap_or_default();
-        let kib = |key: &str| {
-            status
-                .lines()
-                .find(|l| l.starts_with(key))
-                .and_then(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
-                .unwrap_or(0)
-        };
-        (kib("VmRSS:") / 1024, kib("VmHWM:") / 1024)
+        let kib = |field| status_kib(Some(self.child.id()), field).unwrap_or(0);
+        (kib("VmRSS") / 1024, kib("VmHWM") / 1024)
     }
-}
-
-fn free_port() -> u16 {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    l.local_addr().unwrap().port()
 }
 
 fn start(demo: &str, dir: &std::path::Path) -> Gateway {

@@ -1,7 +1,7 @@
 //! Per-route API keys, end to end, for every frontend: V2 (infer and
 //! passthrough), the SageMaker container paths, the SageMaker Runtime API
 //! path (keys and SigV4, in AWS's error shape), and Decthings with the
-//! official client (`tests/auth/decthings.rs`). Every outcome: missing,
+//! official client (`tests/it/auth/decthings.rs`). Every outcome: missing,
 //! wrong, right, unreadable; the key's name in metrics and the access log;
 //! credentials never reaching the backend. The demo backend serves
 //! `simple` (route `secure`, keys alice and bob), `rowsum` (route `rows`,

@@ -8,7 +8,6 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 use serde_json::{Value, json};
 use tensorgate::cli::debug::{
@@ -16,33 +15,24 @@ use tensorgate::cli::debug::{
 };
 use tensorgate::codec::v2::{DocKind, DocLimits, DocParser, Document};
 
-/// A fresh directory under the system temp dir, removed on drop.
-struct TempDir(PathBuf);
+use crate::common;
+
+/// `common::TempDir` with `write` taking bytes as the tests here give
+/// them (with its generic `write`, clippy asks `&[5, 1, 3]` to lose its
+/// borrow).
+struct TempDir(common::TempDir);
 
 impl TempDir {
     fn new(tag: &str) -> TempDir {
-        static NEXT: AtomicUsize = AtomicUsize::new(0);
-        let n = NEXT.fetch_add(1, Ordering::Relaxed);
-        let dir =
-            std::env::temp_dir().join(format!("tensorgate-cli-{}-{tag}-{n}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        TempDir(dir)
+        TempDir(common::TempDir::new(&format!("cli-{tag}")))
     }
 
     fn path(&self, name: &str) -> PathBuf {
-        self.0.join(name)
+        self.0.path(name)
     }
 
     fn write(&self, name: &str, bytes: &[u8]) -> PathBuf {
-        let p = self.path(name);
-        std::fs::write(&p, bytes).unwrap();
-        p
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
+        self.0.write(name, bytes)
     }
 }
 

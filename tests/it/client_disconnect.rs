@@ -11,11 +11,6 @@ use tokio::net::TcpStream;
 use crate::common::access_log::{self, lines as access_lines};
 use crate::common::*;
 
-fn metric(text: &str, series: &str) -> Option<f64> {
-    text.lines()
-        .find_map(|l| l.strip_prefix(series)?.trim().parse().ok())
-}
-
 /// Sends `request` on a raw connection, waits until the backend has it,
 /// then closes the connection before any reply.
 async fn send_and_vanish(gw: &tensorgate::server::Running, backend: &TestBackend, request: &str) {

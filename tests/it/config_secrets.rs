@@ -8,11 +8,10 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use procs::{GatewayProc, temp_dir};
+use procs::GatewayProc;
 
 use crate::common;
-use crate::common::procs;
-use crate::common::{TestBackend, reply};
+use crate::common::{TestBackend, procs, reply, temp_dir};
 
 const SECRET: &str = "hunter2";
 

@@ -9,7 +9,7 @@
 //! and passes, except under `CI`, where it fails. Each case is recorded to
 //! `$TENSORGATE_CONFORMANCE_RESULTS` (JSON lines) for the report.
 //!
-//! The matrix lives in `tests/conformance/triton/`: datatypes, output
+//! The matrix lives in `tests/it/conformance_triton/`: datatypes, output
 //! selection and compression, errors and rules, streams and passthrough.
 
 mod datatypes;

@@ -88,14 +88,6 @@ impl Drop for KillOnDrop {
     }
 }
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 /// User plus system CPU time of a process, in clock ticks.
 #[cfg(target_os = "linux")]
 fn cpu_ticks(pid: u32) -> u64 {
@@ -153,7 +145,7 @@ async fn out_of_file_descriptors_the_gateway_backs_off_and_recovers() {
     });
     let data_addr: std::net::SocketAddr = format!("127.0.0.1:{data}").parse().unwrap();
     let admin_addr: std::net::SocketAddr = format!("127.0.0.1:{admin}").parse().unwrap();
-    // As long as tests/common/procs.rs gives a gateway: a first start of
+    // As long as tests/it/common/procs.rs gives a gateway: a first start of
     // the debug binary, with the real backends starting beside it, took
     // more than 10 s once in CI.
     let deadline = Instant::now() + Duration::from_secs(30);

@@ -20,26 +20,11 @@ use dc::*;
 use decthings_api::client::rpc::model::EvaluateResult;
 use tensorgate::server::Running;
 use tensorgate_demo::{self as demo, DemoServer};
-use tokio::net::TcpListener;
 
 use crate::common;
 use crate::common::decthings as dc;
+use crate::common::demo_gateway;
 use crate::harness;
-
-/// A gateway with the demo configuration in front of a fresh demo backend.
-pub async fn demo_gateway() -> (DemoServer, Running) {
-    let backend = demo::spawn().await.unwrap();
-    let data = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let admin = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let config = tensorgate::config::Config::demo(
-        backend.addr,
-        data.local_addr().unwrap(),
-        admin.local_addr().unwrap(),
-    )
-    .unwrap();
-    let gw = tensorgate::server::start_on(config, data, admin).unwrap();
-    (backend, gw)
-}
 
 /// The demo configuration plus a route for `identity` whose output rule
 /// names a media type, so BYTES outputs come back as that media type.

@@ -10,7 +10,7 @@
 //! output, run
 //!
 //! ```sh
-//! TENSORGATE_REGENERATE_GRPC=1 cargo test --test grpc_codegen
+//! TENSORGATE_REGENERATE_GRPC=1 cargo test --test it grpc_codegen::
 //! ```
 //!
 //! and commit the files it writes.
@@ -118,6 +118,6 @@ fn committed_grpc_code_is_current() {
     assert!(
         stale.is_empty(),
         "generated gRPC code is stale: {stale:?}; run \
-         TENSORGATE_REGENERATE_GRPC=1 cargo test --test grpc_codegen and commit the result"
+         TENSORGATE_REGENERATE_GRPC=1 cargo test --test it grpc_codegen:: and commit the result"
     );
 }

@@ -7,6 +7,7 @@
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 
+use crate::common::i32s;
 use bytes::Bytes;
 use serde_json::Value;
 use tensorgate::codec::grpc::proto::health::HealthCheckRequest;
@@ -44,14 +45,6 @@ fn input(name: &str, datatype: &str, shape: &[i64]) -> InferInputTensor {
         shape: shape.to_vec(),
         ..Default::default()
     }
-}
-
-fn i32s(values: &[i32]) -> Bytes {
-    values
-        .iter()
-        .flat_map(|v| v.to_le_bytes())
-        .collect::<Vec<u8>>()
-        .into()
 }
 
 fn simple_request(a: &[i32], b: &[i32]) -> ModelInferRequest {

@@ -17,7 +17,7 @@ use tensorgate_demo::grpc::inference::grpc_inference_service_client::GrpcInferen
 use tonic::Code;
 use tonic::transport::Channel;
 
-use crate::common::{gateway, keys_file, metric, scrape_text, simple_config};
+use crate::common::{gateway, i32s, keys_file, metric, scrape_text, simple_config};
 
 type Client = GrpcInferenceServiceClient<Channel>;
 
@@ -50,14 +50,6 @@ fn input(name: &str, datatype: &str, shape: &[i64]) -> InferInputTensor {
         shape: shape.to_vec(),
         ..Default::default()
     }
-}
-
-fn i32s(values: &[i32]) -> Bytes {
-    values
-        .iter()
-        .flat_map(|v| v.to_le_bytes())
-        .collect::<Vec<u8>>()
-        .into()
 }
 
 fn simple(a: &[i32], b: &[i32]) -> ModelInferRequest {

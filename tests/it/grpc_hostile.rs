@@ -23,7 +23,7 @@ use tensorgate::server::Running;
 use tensorgate_demo as demo;
 use tokio_stream::wrappers::ReceiverStream;
 
-use crate::common::{gateway, metric, scrape_text, simple_config};
+use crate::common::{gateway, i32s, metric, scrape_text, simple_config};
 
 const METHOD: &str = "/inference.GRPCInferenceService/ModelInfer";
 /// No answer may take longer than this: the calls here are refused on
@@ -39,10 +39,6 @@ async fn start(route: &str) -> Setup {
     let demo = demo::spawn().await.unwrap();
     let gw = gateway(&simple_config(&format!("http://{}", demo.addr), route)).await;
     Setup { _demo: demo, gw }
-}
-
-fn i32s(values: &[i32]) -> Bytes {
-    values.iter().flat_map(|v| v.to_le_bytes()).collect()
 }
 
 fn simple_request() -> ModelInferRequest {

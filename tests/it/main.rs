@@ -1,22 +1,25 @@
-//! The integration tests, one module per concern, in one test binary: each
-//! `tests/*.rs` used to be a binary of its own, linking the whole gateway
-//! crate again (59 links on a 2-core CI machine) and including the helpers
-//! of `common` again. Modules start gateways on `127.0.0.1:0` in this
-//! process or the `tensorgate` binary as processes of their own, against
-//! scripted or real backends; `common` is their one helper library.
+//! The integration tests: one test binary, one module per concern. Every
+//! test binary links the whole gateway crate, which a 2-core CI machine
+//! pays for on every build, so concerns are modules here rather than
+//! binaries. Modules start gateways on `127.0.0.1:0` in this process, or
+//! the `tensorgate` binary as processes of their own, against scripted or
+//! real backends; `common` is their one helper library.
 //!
 //! Run one concern with a filter on its module path:
-//! `cargo test --test it rate_limits::`.
+//! `cargo test --test it rate_limits::`. libtest runs the tests in name
+//! order, as many at once as there are cores, so a module's tests mostly
+//! run beside each other.
 //!
-//! Tests that measure or change something of the whole process are not
-//! here but in binaries of their own, each saying why in its header:
+//! A test that measures or changes something of the whole process lives
+//! in a binary of its own instead, saying why in its header:
 //! `tests/send_timeout.rs` (a counting `#[global_allocator]`),
 //! `tests/grpc_bounds.rs`, `tests/hostile_requests.rs` and
-//! `tests/slow_client.rs` (the process's resident memory). Nothing here may
-//! install a global allocator, set environment variables, change rlimits or
-//! the working directory, signal its own process, or assert on the memory
-//! of this process; the one global tracing subscriber is
-//! `common::access_log`'s, installed once for all its users.
+//! `tests/slow_client.rs` (the process's resident memory). Nothing here
+//! may install a global allocator, set environment variables, change
+//! rlimits or the working directory, signal its own process, or assert on
+//! this process's memory. The one global tracing subscriber is
+//! `common::access_log`'s: installed by the first test that asks for it,
+//! it captures the access lines of every later request in this binary.
 
 mod common;
 /// The comparison harness of the conformance modules (`conformance_triton`,

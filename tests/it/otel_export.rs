@@ -10,11 +10,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU16, Ordering};
 use std::time::{Duration, Instant};
 
-use procs::{GatewayProc, free_port, temp_dir};
+use procs::GatewayProc;
 
 use crate::common;
-use crate::common::procs;
-use crate::common::{TestBackend, reply};
+use crate::common::{TestBackend, free_port, procs, reply, temp_dir};
 
 const FAILING: &str = "tracing: span exports fail";
 const WORKING: &str = "tracing: span exports work again";
@@ -40,8 +39,7 @@ backend = "b"
 }
 
 async fn failures(admin: SocketAddr, reason: &str) -> f64 {
-    let got = common::send(admin, "GET", "/metrics", &[], "").await;
-    let text = String::from_utf8(got.body.to_vec()).unwrap();
+    let text = common::scrape(admin).await;
     let series = format!("tensorgate_trace_export_failures_total{{reason=\"{reason}\"}}");
     common::metric(&text, &series).unwrap_or_else(|| panic!("no {series}:\n{text}"))
 }

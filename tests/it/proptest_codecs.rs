@@ -159,7 +159,7 @@ fn split<'a>(data: &'a [u8], sizes: &'a [usize]) -> impl Iterator<Item = &'a [u8
 // ---------------------------------------------------------------- helpers
 
 /// `default` cases, or `PROPTEST_CASES` when set (for long soak runs:
-/// `PROPTEST_CASES=100000 cargo test --release --test proptest_codecs`).
+/// `PROPTEST_CASES=100000 cargo test --release --test it proptest_codecs::`).
 fn cases(default: u32) -> ProptestConfig {
     let cases = std::env::var("PROPTEST_CASES")
         .ok()
@@ -724,7 +724,7 @@ proptest! {
 
 /// Every f32 bit pattern through `ValueWriter` and back through
 /// `DataParser`. About five minutes in release:
-/// `cargo test --release --test proptest_codecs -- --ignored`.
+/// `cargo test --release --test it proptest_codecs:: -- --ignored`.
 #[test]
 #[ignore = "exhaustive: run in release with --ignored"]
 fn every_f32_round_trips_through_json() {

@@ -19,10 +19,11 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
-use procs::{GatewayProc, temp_dir};
+use procs::GatewayProc;
 
 use crate::common;
-use crate::common::procs;
+use crate::common::metric_sum as metric;
+use crate::common::{procs, scrape, temp_dir};
 
 const BODY: &str =
     r#"{"inputs":[{"name":"INPUT0","datatype":"FP32","shape":[4],"data":[1,2,3,4]}]}"#;
@@ -131,25 +132,6 @@ async fn through(gateways: &[SocketAddr], per_gateway: usize, secs: u64) -> Run 
         all.failed += run.failed;
     }
     all
-}
-
-/// The sum of series `name` with every one of `labels`, in a scrape.
-fn metric(scrape: &str, name: &str, labels: &[&str]) -> f64 {
-    scrape
-        .lines()
-        .filter(|l| !l.starts_with('#'))
-        .filter_map(|l| {
-            let (series, value) = l.rsplit_once(' ')?;
-            let rest = series.strip_prefix(name)?.strip_prefix('{')?;
-            labels.iter().all(|w| rest.contains(w)).then_some(())?;
-            value.parse::<f64>().ok()
-        })
-        .sum()
-}
-
-async fn scrape(admin: SocketAddr) -> String {
-    let got = common::send(admin, "GET", "/metrics", &[], "").await;
-    String::from_utf8(got.body.to_vec()).unwrap()
 }
 
 /// Requests each replica got from `gateways`, in all.

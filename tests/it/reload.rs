@@ -10,15 +10,12 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use certs::TempDir;
-use procs::{Proc, free_port, wait_listening};
+use crate::common::{TempDir, procs};
+use procs::{Proc, wait_listening};
 use tensorgate::reload::{self, Loader, Overrides, Source};
-use tensorgate::server::{self, Running};
+use tensorgate::server::Running;
 use tensorgate_demo::DemoServer;
-use tokio::net::TcpListener;
 
-use crate::common::certs;
-use crate::common::procs;
 use crate::common::*;
 
 /// Rule A: the identity model takes `[N, 4]` only; rule B: any shape.
@@ -93,9 +90,7 @@ impl Harness {
             overrides: Overrides::default(),
         };
         let loaded = loader.load().unwrap();
-        let data = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let admin = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let gw = server::start_on(loaded.config, data, admin).unwrap();
+        let gw = serve(loaded.config).await;
         let reloader = reload::Reloader::new(loader, &gw, loaded.hash);
         let reloads = reload::spawn(reloader, loaded.files, poll);
         Harness {
@@ -412,10 +407,7 @@ async fn a_rotated_key_file_is_reloaded_and_rate_limit_buckets_survive_reloads()
 
 /// A metric's value in an admin scrape.
 async fn metric(admin: std::net::SocketAddr, series: &str) -> Option<f64> {
-    let body = send(admin, "GET", "/metrics", &[], "").await.body;
-    String::from_utf8_lossy(&body)
-        .lines()
-        .find_map(|l| l.strip_prefix(series)?.strip_prefix(' ')?.parse().ok())
+    crate::common::metric(&scrape(admin).await, series)
 }
 
 async fn wait_metric(admin: std::net::SocketAddr, series: &str, want: f64, p: &Proc) {

@@ -7,11 +7,11 @@
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use replica::{Replica, drive, identity_infer, metric, simple_infer};
+use replica::{Replica, drive, identity_infer, simple_infer};
 
 use crate::common;
-use crate::common::replica;
-use crate::common::{gateway, send};
+use crate::common::metric_sum as metric;
+use crate::common::{gateway, replica, scrape, send};
 
 const SIMPLE: &str = "/v2/models/simple/infer";
 const IDENTITY: &str = "/v2/models/identity/infer";
@@ -38,11 +38,6 @@ backend = "b"
 "#,
         urls.join(", ")
     )
-}
-
-async fn scrape(admin: std::net::SocketAddr) -> String {
-    let got = send(admin, "GET", "/metrics", &[], "").await;
-    String::from_utf8(got.body.to_vec()).unwrap()
 }
 
 fn ok_count(outcomes: &[replica::Outcome]) -> usize {

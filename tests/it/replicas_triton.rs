@@ -12,11 +12,11 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use replica::{drive, metric};
+use replica::drive;
 
 use crate::common;
-use crate::common::replica;
-use crate::common::{gateway, send};
+use crate::common::metric_sum as metric;
+use crate::common::{gateway, replica, scrape, send};
 
 /// The two Tritons, or `None` (SKIPPED) when not configured.
 fn tritons() -> Option<[String; 2]> {
@@ -61,8 +61,7 @@ fn identity() -> String {
 
 /// Requests the gateway sent to each replica so far.
 async fn sent(admin: SocketAddr, urls: &[String; 2]) -> [f64; 2] {
-    let got = send(admin, "GET", "/metrics", &[], "").await;
-    let m = String::from_utf8(got.body.to_vec()).unwrap();
+    let m = scrape(admin).await;
     urls.clone().map(|u| {
         let label = format!("replica=\"{u}\"");
         metric(&m, "tensorgate_replica_requests_total", &[&label])
@@ -91,8 +90,7 @@ async fn healthy(admin: SocketAddr, url: &str) {
     }
     let label = format!("replica=\"{url}\"");
     loop {
-        let got = send(admin, "GET", "/metrics", &[], "").await;
-        let m = String::from_utf8(got.body.to_vec()).unwrap();
+        let m = scrape(admin).await;
         if metric(
             &m,
             "tensorgate_replica_state",

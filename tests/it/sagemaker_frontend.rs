@@ -9,23 +9,9 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 use tensorgate::server::Running;
-use tensorgate_demo::{self as demo, DemoServer};
+use tensorgate_demo::{self as demo};
 
-use crate::common::{Got, TestBackend, gateway, reply, send};
-
-async fn demo_gateway() -> (DemoServer, Running) {
-    let backend = demo::spawn().await.unwrap();
-    let data = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let admin = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let config = tensorgate::config::Config::demo(
-        backend.addr,
-        data.local_addr().unwrap(),
-        admin.local_addr().unwrap(),
-    )
-    .unwrap();
-    let gw = tensorgate::server::start_on(config, data, admin).unwrap();
-    (backend, gw)
-}
+use crate::common::{Got, TestBackend, demo_gateway, gateway, reply, send};
 
 fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/sagemaker")

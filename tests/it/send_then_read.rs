@@ -12,9 +12,8 @@ use std::time::{Duration, Instant};
 
 use tensorgate_demo as demo;
 use tokio::io::AsyncWriteExt;
-use tokio::net::{TcpSocket, TcpStream};
 
-use crate::common::raw::{RawResponse, read_response};
+use crate::common::raw::{RawResponse, read_response, small_window};
 use crate::common::*;
 
 /// Records in the CSV (28 MB; its JSON Lines reply, each record's score
@@ -55,14 +54,6 @@ fn csv(rows: usize) -> Vec<u8> {
         out.push_str(&format!("{i},{},0.5\n", 2 * i));
     }
     out.into_bytes()
-}
-
-/// A connection whose receive buffer is 64 KiB (asked before connecting,
-/// so the window is small from the start).
-async fn small_window(addr: std::net::SocketAddr) -> TcpStream {
-    let socket = TcpSocket::new_v4().unwrap();
-    socket.set_recv_buffer_size(64 << 10).unwrap();
-    socket.connect(addr).await.unwrap()
 }
 
 /// Writes the whole request, then reads one response.

@@ -19,11 +19,10 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
-use procs::{GatewayProc, free_port, redis_server, start_redis, temp_dir};
+use procs::{GatewayProc, redis_server, start_redis};
 
 use crate::common;
-use crate::common::procs;
-use crate::common::{TestBackend, reply};
+use crate::common::{TestBackend, free_port, procs, reply, scrape, temp_dir};
 
 const KEY: &str = "shared-key-0123456789";
 const RATE: f64 = 100.0;
@@ -120,11 +119,6 @@ async fn offer(gateways: &[SocketAddr], secs: f64) -> Counts {
         other: other.load(Ordering::Relaxed),
         seconds,
     }
-}
-
-async fn scrape(admin: SocketAddr) -> String {
-    let got = common::send(admin, "GET", "/metrics", &[], "").await;
-    String::from_utf8(got.body.to_vec()).unwrap()
 }
 
 /// Three gateways sharing the store with `policy`.

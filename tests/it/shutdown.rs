@@ -16,14 +16,6 @@ use hyper_util::rt::{TokioExecutor, TokioIo};
 
 use crate::common::*;
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 /// A gateway process, killed if the test ends before it exits.
 struct Gateway {
     child: Option<Child>,

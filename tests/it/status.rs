@@ -6,15 +6,13 @@
 
 use std::time::{Duration, Instant};
 
-use certs::TempDir;
+use crate::common::{TempDir, TestBackend, reply, send};
 use serde_json::Value;
 use tensorgate::reload::{self, Loader, Overrides, Source};
 use tensorgate::server;
 use tokio::net::TcpListener;
 
 use crate::common;
-use crate::common::certs;
-use crate::common::{TestBackend, reply, send};
 
 async fn status(admin: std::net::SocketAddr) -> Value {
     let got = send(admin, "GET", "/status", &[], "").await;

@@ -11,28 +11,17 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use procs::{GatewayProc, free_port, redis_server, start_redis, temp_dir};
+use procs::{GatewayProc, redis_server, start_redis};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
 use crate::common;
-use crate::common::procs;
-use crate::common::{TestBackend, reply};
+use crate::common::{TestBackend, free_port, procs, reply, scrape, temp_dir};
 
 /// The resident memory of process `pid`, in bytes (`VmRSS`).
 fn rss(pid: u32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    let kib: u64 = status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .expect("VmRSS in /proc/PID/status");
+    let kib = procs::status_kib(Some(pid), "VmRSS").expect("VmRSS in /proc/PID/status");
     kib * 1024
-}
-
-async fn scrape(admin: SocketAddr) -> String {
-    let got = common::send(admin, "GET", "/metrics", &[], "").await;
-    String::from_utf8(got.body.to_vec()).unwrap()
 }
 
 /// The commands complete in `buf` (RESP arrays of bulk strings, as a

@@ -11,9 +11,8 @@ use rustls::server::{ClientHello, ResolvesServerCert};
 use rustls::sign::CertifiedKey;
 use tensorgate::config;
 use tensorgate::reload::{self, Loader, Overrides, Source};
-use tensorgate::server::{self, Running};
+use tensorgate::server::Running;
 use tensorgate_demo::DemoServer;
-use tokio::net::TcpListener;
 
 use crate::common::certs;
 use crate::common::*;
@@ -22,9 +21,7 @@ const SIMPLE: &str = r#"{"inputs":[{"name":"INPUT0","shape":[1,16],"datatype":"I
 
 async fn start(toml: &str, dir: &TempDir) -> Running {
     let config = config::from_str_in(toml, Some(&dir.0)).unwrap_or_else(|e| panic!("{e}"));
-    let data = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let admin = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    server::start_on(config, data, admin).unwrap()
+    serve(config).await
 }
 
 /// A gateway with TLS on its data port in front of the demo backend.
@@ -365,9 +362,7 @@ async fn watched_tls_gateway(dir: &TempDir, demo: &DemoServer) -> (Running, relo
     };
     let loaded = loader.load().unwrap();
     assert_eq!(loaded.files.len(), 3, "{:?}", loaded.files);
-    let data = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let admin = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let gw = server::start_on(loaded.config, data, admin).unwrap();
+    let gw = serve(loaded.config).await;
     let reloader = reload::Reloader::new(loader, &gw, loaded.hash);
     let reloads = reload::spawn(reloader, loaded.files, Duration::from_millis(50));
     (gw, reloads)

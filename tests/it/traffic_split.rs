@@ -6,10 +6,10 @@
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use replica::{Outcome, Replica, drive, metric, simple_infer};
+use replica::{Outcome, Replica, drive, simple_infer};
 
-use crate::common::replica;
-use crate::common::{gateway, send};
+use crate::common::metric_sum as metric;
+use crate::common::{gateway, replica, scrape, send};
 
 const SIMPLE: &str = "/v2/models/simple/infer";
 
@@ -32,11 +32,6 @@ default = true
         stable.url(),
         canary.url()
     )
-}
-
-async fn scrape(admin: std::net::SocketAddr) -> String {
-    let got = send(admin, "GET", "/metrics", &[], "").await;
-    String::from_utf8(got.body.to_vec()).unwrap()
 }
 
 fn all_ok(out: &[Outcome]) {

@@ -5,7 +5,7 @@
 //! reply (so the client's request and reply handling can be checked without
 //! a gateway).
 //!
-//! Included with `#[path = "common/decthings.rs"] mod decthings_common;`.
+//! Test modules name it `dc` (`use crate::common::decthings as dc;`).
 #![allow(dead_code)]
 
 use std::net::SocketAddr;

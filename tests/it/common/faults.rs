@@ -58,14 +58,6 @@ pub async fn infer_or_get(addr: std::net::SocketAddr, i: usize) -> Got {
     }
 }
 
-pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 pub async fn run_loop(gw: &tensorgate::server::Running, n: usize) -> Vec<(usize, Got)> {
     let mut failed = Vec::new();
     for i in 0..n {

@@ -1,14 +1,16 @@
-//! Processes the multi-gateway tests start on loopback: gateway processes
-//! of the binary under test, each with its own configuration file, and
-//! whatever server a test needs (Redis). Includers also declare
-//! `mod common`. Every process is killed when its
-//! handle is dropped, so a failing test leaves nothing running.
+//! Processes the tests start on loopback (gateway processes of the binary
+//! under test, each with its own configuration file, and whatever server a
+//! test needs: Redis), and what `/proc` says of a process's memory. Every
+//! process is killed when its handle is dropped, so a failing test leaves
+//! nothing running.
 #![allow(dead_code)]
 
-use std::net::{SocketAddr, TcpListener};
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
+
+use super::free_port;
 
 /// A process killed (and reaped) on drop.
 #[derive(Debug)]
@@ -74,13 +76,6 @@ impl Drop for Proc {
     fn drop(&mut self) {
         self.stop();
     }
-}
-
-/// A loopback port free now (another process may take it before it is
-/// used; the tests bind right away).
-pub fn free_port() -> u16 {
-    let l = TcpListener::bind("127.0.0.1:0").unwrap();
-    l.local_addr().unwrap().port()
 }
 
 /// Waits up to `limit` until something accepts connections at `addr`.
@@ -170,14 +165,16 @@ pub fn start_redis(bin: &Path, dir: &Path, port: u16) -> Proc {
     p
 }
 
-/// A fresh directory under the target's temporary folder.
-pub fn temp_dir(tag: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!(
-        "tensorgate-{tag}-{}-{}",
-        std::process::id(),
-        Instant::now().elapsed().as_nanos()
-    ));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+/// A `kB` field of `/proc/PID/status` (`VmRSS`, `VmHWM`, ...) of process
+/// `pid`, or of this process for `None`; `None` where there is no such
+/// file or field (not Linux).
+pub fn status_kib(pid: Option<u32>, field: &str) -> Option<u64> {
+    let path = pid.map_or("/proc/self/status".to_owned(), |p| {
+        format!("/proc/{p}/status")
+    });
+    let status = std::fs::read_to_string(path).ok()?;
+    let rest = status
+        .lines()
+        .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))?;
+    rest.trim().trim_end_matches("kB").trim().parse().ok()
 }

@@ -56,6 +56,14 @@ fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
     hay.windows(needle.len()).position(|w| w == needle)
 }
 
+/// A connection whose receive buffer is 64 KiB (asked before connecting,
+/// so the window is small from the start): a reply cannot hide in it.
+pub async fn small_window(addr: std::net::SocketAddr) -> TcpStream {
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.set_recv_buffer_size(64 << 10).unwrap();
+    socket.connect(addr).await.unwrap()
+}
+
 /// Reads more into `buf`; false at the end of the stream.
 async fn fill(s: &mut TcpStream, buf: &mut Vec<u8>) -> io::Result<bool> {
     let mut chunk = vec![0u8; 256 << 10];

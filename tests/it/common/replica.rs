@@ -320,22 +320,3 @@ pub async fn drive(
     while workers.join_next().await.is_some() {}
     std::mem::take(&mut *out.lock().unwrap())
 }
-
-/// The value of the series `name{labels...}` in a Prometheus scrape whose
-/// labels include every one of `labels` (`key="value"` each); 0 if absent.
-pub fn metric(scrape: &str, name: &str, labels: &[&str]) -> f64 {
-    scrape
-        .lines()
-        .filter(|l| !l.starts_with('#'))
-        .filter_map(|l| {
-            let (series, value) = l.rsplit_once(' ')?;
-            let rest = series.strip_prefix(name)?;
-            (rest.is_empty() || rest.starts_with('{')).then_some(())?;
-            labels
-                .iter()
-                .all(|want| rest.contains(want))
-                .then_some(())?;
-            value.parse::<f64>().ok()
-        })
-        .sum()
-}

@@ -2,7 +2,7 @@
 //! `tests/models/`. Needs `TENSORGATE_TRITON_URL`
 //! (`eval "$(scripts/triton-backend.sh start)"`); without it each test prints
 //! SKIPPED and passes, except under `CI`, where it fails (same switch as
-//! tests/conformance_triton.rs, `TENSORGATE_CONFORMANCE_SKIP=1` included).
+//! tests/it/conformance_triton.rs, `TENSORGATE_CONFORMANCE_SKIP=1` included).
 
 use decthings_api::tensor::DecthingsTensor as T;
 use tensorgate::server::Running;

@@ -1,7 +1,9 @@
-//! Shared by `tests/conformance_triton.rs` and `tests/conformance_kserve.rs`:
-//! finding the real backend, sending one request to it directly and through
-//! a gateway, decoding both replies into typed tensors, and recording every
-//! case of a matrix (pass/fail) for `scripts/conformance_report.py`.
+//! The conformance harness of `conformance_triton`, `conformance_kserve`
+//! and `decthings_client`: finding the real backend, sending one request
+//! to it directly and through a gateway, decoding both replies into typed
+//! tensors, and recording every case of a matrix (pass/fail) for
+//! `scripts/conformance_report.py`. Only `tests/it` needs it, so it is not
+//! in `common`, which the other test binaries include too.
 //!
 //! It never starts a backend: `scripts/conformance.sh` (or
 //! `scripts/triton-backend.sh` / `scripts/kserve-backend.sh`) does, and
