@@ -12,7 +12,7 @@
 //! prints the sum and difference the model returns; it exits 1 if they are
 //! not what `simple` computes (scripts/test.sh runs it through
 //! examples/run.sh). The README's Decthings fragment is the part between
-//! the `README` markers below, word for word (tests/readme.rs checks it).
+//! the `README` markers below, word for word (tests/it/readme.rs checks it).
 //!
 //! Loopback only, one request: it never sends anywhere but the address
 //! given. reqwest honours HTTP_PROXY even for 127.0.0.1, so unset it (or

@@ -14,8 +14,8 @@
 #   3. builds tensorgate: the debug profile by default (the same build
 #      `cargo test` makes; TENSORGATE_CONFORMANCE_PROFILE=release for a
 #      release build), or uses TENSORGATE_BIN when set;
-#   4. runs the Rust conformance tests (tests/conformance_triton.rs,
-#      tests/conformance_kserve.rs), the pytest suite with tritonclient's
+#   4. runs the Rust conformance tests (tests/it/conformance_triton.rs,
+#      tests/it/conformance_kserve.rs), the pytest suite with tritonclient's
 #      HTTP and gRPC clients and grpcio-health-checking (tests/conformance/,
 #      Triton venv) and the kserve InferenceRESTClient
 #      check (KServe venv);
@@ -102,7 +102,7 @@ export TENSORGATE_BIN
 
 failed=0
 log "Rust conformance tests"
-if ! cargo test --test conformance_triton --test conformance_kserve 2>&1 | tee "$OUT/rust.log"; then
+if ! cargo test --test it -- conformance_triton:: conformance_kserve:: 2>&1 | tee "$OUT/rust.log"; then
   failed=1
 fi
 

@@ -6,7 +6,7 @@ rewrites the generated section of docs/CONFORMANCE.md (between the
 Inputs (all written by scripts/conformance.sh under target/conformance/):
   --results  JSON lines, one per case: suite, area, row, col, ok (true,
              false, or null for skipped), detail. Written by the Rust
-             harness (tests/conformance/harness), pytest (conftest.py) and
+             harness (tests/it/harness), pytest (conftest.py) and
              tests/conformance/kserve_rest_client.py.
   --rust-log cargo test output: test functions that failed without
              recording a case still count as failures.
@@ -27,8 +27,8 @@ BEGIN = "<!-- conformance:begin -->"
 END = "<!-- conformance:end -->"
 SUITES = OrderedDict(
     [
-        ("rust-triton", "Rust, raw HTTP: Triton direct vs through tensorgate (tests/conformance_triton.rs)"),
-        ("rust-kserve", "Rust, raw HTTP: KServe direct vs through tensorgate (tests/conformance_kserve.rs)"),
+        ("rust-triton", "Rust, raw HTTP: Triton direct vs through tensorgate (tests/it/conformance_triton.rs)"),
+        ("rust-kserve", "Rust, raw HTTP: KServe direct vs through tensorgate (tests/it/conformance_kserve.rs)"),
         ("tritonclient", "tritonclient.http: Triton direct vs through tensorgate (tests/conformance/test_tritonclient.py)"),
         ("tritonclient-kserve", "tritonclient.http: KServe direct vs through tensorgate (tests/conformance/test_kserve_tritonclient.py)"),
         ("kserve-client", "kserve InferenceRESTClient: direct vs through tensorgate (tests/conformance/kserve_rest_client.py)"),

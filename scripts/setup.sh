@@ -10,7 +10,7 @@
 #     (scripts/image.sh);
 #   - chromium (Debian), the real browser the status page is tested in
 #     (tests/status/check_page.py);
-#   - redis-server (Debian), which tests/shared_limits.rs starts on
+#   - redis-server (Debian), which tests/it/shared_limits.rs starts on
 #     127.0.0.1 for the rate limits several gateways share;
 #   - cargo-deny (pinned, `cargo install`), for the dependency policy;
 #   - Python venvs under ${TENSORGATE_CACHE_DIR:-~/.cache/tensorgate}: a real
@@ -92,7 +92,7 @@ if [ "${#bench_packages[@]}" -gt 0 ]; then
   done
 fi
 
-# tests/shared_limits.rs starts its own Redis on 127.0.0.1; the package's
+# tests/it/shared_limits.rs starts its own Redis on 127.0.0.1; the package's
 # service (127.0.0.1:6379) is not started.
 if ! command -v redis-server >/dev/null 2>&1; then
   deny_service_starts

@@ -12,9 +12,9 @@
 #      127.0.0.1 (scripts/triton-backend.sh, scripts/kserve-backend.sh), then every
 #      cargo test: unit, integration against the embedded demo and scripted
 #      backends, and conformance against the real servers; among them
-#      tests/shared_limits.rs (three gateway processes sharing rate limits
+#      tests/it/shared_limits.rs (three gateway processes sharing rate limits
 #      through a redis-server it starts on 127.0.0.1, Redis stopped and
-#      started mid-run) and tests/queue_balancing.rs (two gateway processes
+#      started mid-run) and tests/it/queue_balancing.rs (two gateway processes
 #      balancing on the Triton pair's own queues, read from their metrics
 #      ports);
 #      the codec property tests are then soaked at 20,000 cases;
@@ -54,7 +54,7 @@ started=$(date +%s)
 step "setup (scripts/setup.sh: installs only what is missing)"
 bash scripts/setup.sh
 
-# Every test that skips appends "name: reason" here (tests/common skipped(),
+# Every test that skips appends "name: reason" here (tests/it/common skipped(),
 # the Python clients, and the steps below); the summary lists them.
 export TENSORGATE_SKIP_LOG="$TARGET/test-skips.txt"
 mkdir -p "$TARGET"
@@ -123,7 +123,7 @@ cargo test --locked --all-targets
 # above): the soak found a wrong join of a cut JSON chunk that the default
 # run and a minute of fuzzing had not. About a minute in a debug build.
 step "codec property tests soaked (20,000 cases)"
-PROPTEST_CASES=20000 cargo test --locked --test proptest_codecs
+PROPTEST_CASES=20000 cargo test --locked --test it proptest_codecs::
 
 step "every FP32 text f32_text writes against zmij's (570 million floats, release)"
 cargo test --locked --release -p tensorgate-codec --lib every_covered_float_matches_zmij -- --ignored

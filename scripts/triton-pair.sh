@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Two real Triton 2.51 replicas for tests/replicas_triton.rs and
-# tests/queue_balancing.rs: explicit model control (so the repository API
+# Two real Triton 2.51 replicas for tests/it/replicas_triton.rs and
+# tests/it/queue_balancing.rs: explicit model control (so the repository API
 # can unload a model on one), `simple`, `identity_fp32` and `slow`
 # (tests/models-queue) loaded, each with its own run directory and its
 # Prometheus metrics on a loopback port of its own.
@@ -9,7 +9,7 @@
 #   start   prints TENSORGATE_TRITON_URLS=http://A,http://B and
 #           TENSORGATE_TRITON_METRICS_URLS=http://A'/metrics,http://B'/metrics, so
 #              eval "$(bash scripts/triton-pair.sh start)"
-#              cargo test --test replicas_triton --test queue_balancing
+#              cargo test --test it -- replicas_triton:: queue_balancing::
 #   stop    stops both.
 set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"

@@ -4,7 +4,7 @@ Usage (through scripts/sagemaker/client.sh check-replies):
     python check_replies.py REPLIES_DIR
 
 REPLIES_DIR holds {rowsum,mixed}.{json,jsonl,csv}, written by tensorgate's
-reply writers (tests/sagemaker_codec.rs builds the same outputs and compares
+reply writers (tests/it/sagemaker_codec.rs builds the same outputs and compares
 its bytes with these files). Each is read with the SDK's JSONDeserializer,
 JSONLinesDeserializer or CSVDeserializer, and what the SDK returns is
 compared with the outputs the samples were written from, value for value:
@@ -27,7 +27,7 @@ from sagemaker.deserializers import (  # noqa: E402
     JSONLinesDeserializer,
 )
 
-# The outputs behind the samples (see tests/sagemaker_codec.rs).
+# The outputs behind the samples (see tests/it/sagemaker_codec.rs).
 ROWSUM_INPUT = np.array(
     [
         [1.5, 16.0, 14.0, 23.0],

@@ -11,7 +11,7 @@
 #                  .expect.json with the SDK's own serializers (gen_fixtures.py).
 #   check-replies  run the SDK's deserializers on the committed reply samples
 #                  (tests/fixtures/sagemaker/replies/, written by tensorgate's
-#                  writers through `cargo test --test sagemaker_codec`) and
+#                  writers through `cargo test --test it sagemaker_codec::`) and
 #                  compare with what they must read (check_replies.py).
 #   python ARGS    run the venv's python (setup first if needed).
 #

@@ -12,7 +12,7 @@ SageMaker user would use those) produces, and OUT_DIR/NAME.expect.json:
 `values` are the N*F elements in row-major order, each the exact value of the
 target dtype (an FP32 value is written as the double it widens to, so it
 parses back exactly); NaN and infinities are the strings "NaN", "Infinity",
-"-Infinity". tests/sagemaker_codec.rs decodes every body and compares.
+"-Infinity". tests/it/sagemaker_codec.rs decodes every body and compares.
 """
 
 import csv

@@ -1,7 +1,7 @@
 //! gRPC for the demo: the services and clients (tonic) for the V2
 //! protocol's `inference.GRPCInferenceService` and the standard
 //! `grpc.health.v1.Health`, generated from `proto/` (committed under
-//! `generated/`; `tests/grpc_codegen.rs` keeps them current), and the
+//! `generated/`; `tests/it/grpc_codegen.rs` keeps them current), and the
 //! demo's server implementing them (`server/`).
 //!
 //! The generated part is only the tokio-bound glue: the service traits,
