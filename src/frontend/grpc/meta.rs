@@ -19,7 +19,7 @@ use crate::infer::calls::{self, Answer, GrpcAnswer, Origin};
 use crate::infer::route::RouteError;
 
 /// Serves a call other than `ModelInfer` and health.
-pub async fn serve(method: Method, call: Call<'_, Read>) -> Result<Response<Body>, Error> {
+pub(super) async fn serve(method: Method, call: Call<'_, Read>) -> Result<Response<Body>, Error> {
     let Call {
         head,
         body,

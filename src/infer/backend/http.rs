@@ -34,7 +34,7 @@ const MAX_METADATA_BYTES: usize = 1 << 20;
 
 /// V2 over HTTP.
 #[derive(Debug)]
-pub struct Http;
+pub(super) struct Http;
 
 impl Wire for Http {
     /// Writing a large request as JSON (for a JSON backend) happens on a

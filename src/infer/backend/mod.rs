@@ -31,10 +31,9 @@ use ::http::header::{self, HeaderName, HeaderValue};
 use ::http::{HeaderMap, Response};
 use bytes::Bytes;
 
-pub use super::error::MalformedReply;
-pub use grpc::unary;
-pub use reply::{BackendReply, ReplyFraming, ReplyHead, ReplyStream};
-pub use request::{RequestBody, provisional_header};
+pub(crate) use super::error::MalformedReply;
+pub(crate) use reply::{BackendReply, ReplyFraming, ReplyHead};
+pub(crate) use request::{RequestBody, provisional_header};
 
 use super::InferError;
 use super::calls::{Answer, Call};
@@ -52,7 +51,7 @@ use crate::upstream::{OutBody, Outgoing, Upstream, UpstreamBody, UpstreamError};
 /// `Inference-Header-Content-Length` as a header name: looked up or set by
 /// its text, the name is parsed (31 bytes checked and lowercased) every
 /// time.
-pub const IHCL: HeaderName = HeaderName::from_static(IHCL_HEADER);
+pub(crate) const IHCL: HeaderName = HeaderName::from_static(IHCL_HEADER);
 
 /// One backend protocol's side of what the core asks of a backend.
 /// Implemented once per protocol; reached only through this module's
@@ -118,7 +117,7 @@ macro_rules! wire {
 
 /// The infer request for `model`, in the exchange's backend protocol (and,
 /// for HTTP, the route's wire format).
-pub async fn build(
+pub(crate) async fn build(
     exchange: Exchange<'_>,
     model: &ModelRef,
     header: Document,
@@ -131,20 +130,20 @@ pub async fn build(
 }
 
 /// A raw binary request, in the exchange's backend protocol.
-pub fn build_raw(exchange: Exchange<'_>, raw: Bytes) -> Result<RequestBody, InferError> {
+pub(crate) fn build_raw(exchange: Exchange<'_>, raw: Bytes) -> Result<RequestBody, InferError> {
     wire!(exchange.upstream, build_raw(exchange, raw))
 }
 
 /// Whether the exchange's backend takes a request while the client's is
 /// still read ([`EarlySend`](crate::infer::call::EarlySend)).
-pub fn sends_early(upstream: &Upstream) -> bool {
+pub(crate) fn sends_early(upstream: &Upstream) -> bool {
     wire!(upstream, sends_early())
 }
 
 /// How a backend serves a gRPC stream of infer requests
 /// (`ModelStreamInfer`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Streams {
+pub(crate) enum Streams {
     /// As the stream came, both ways: the backend speaks gRPC.
     AsItCame,
     /// One infer call per request, answered in order.
@@ -152,12 +151,12 @@ pub enum Streams {
 }
 
 /// How `upstream`'s backend serves a gRPC stream of infer requests.
-pub fn streams(upstream: &Upstream) -> Streams {
+pub(crate) fn streams(upstream: &Upstream) -> Streams {
     wire!(upstream, streams())
 }
 
 /// `model`'s metadata from `upstream`'s backend.
-pub async fn metadata(
+pub(crate) async fn metadata(
     upstream: &Upstream,
     model: &ModelRef,
 ) -> Result<ModelMetadata, MetadataError> {
@@ -165,13 +164,13 @@ pub async fn metadata(
 }
 
 /// A call other than infer, answered by the exchange's backend.
-pub async fn call(exchange: Exchange<'_>, call: Call) -> Result<Answer, Error> {
+pub(crate) async fn call(exchange: Exchange<'_>, call: Call) -> Result<Answer, Error> {
     wire!(exchange.upstream, call(exchange, call).await)
 }
 
 /// A backend's reply body as the core reads it.
 #[derive(Debug)]
-pub enum BackendBody {
+pub(crate) enum BackendBody {
     /// The backend's own body: counted, its pauses bounded, holding the
     /// backend's connection slot until it ends.
     Wire(Metered<UpstreamBody>),
@@ -226,7 +225,7 @@ impl http_body::Body for BackendBody {
 
 /// What the backend answered.
 #[derive(Debug)]
-pub enum Sent {
+pub(crate) enum Sent {
     /// A reply, still to be read.
     Reply(Box<BackendReply>),
     /// The backend refused the request.
@@ -238,7 +237,7 @@ pub enum Sent {
 /// from a gRPC backend, the status its code stands for with
 /// `{"error": message}`), which a V2 HTTP client is given as it is.
 #[derive(Debug)]
-pub struct Refusal {
+pub(crate) struct Refusal {
     pub origin: Origin,
     pub resp: Response<BackendBody>,
     /// The refusal's message, when known without reading the reply.
@@ -280,7 +279,7 @@ impl Refusal {
     /// backend's reply on: a model the backend does not know (404,
     /// NOT_FOUND), else the backend refusing the request, with its message
     /// (its `{"error"}`, or its text).
-    pub async fn into_error(self, exchange: Exchange<'_>, model: &ModelRef) -> InferError {
+    pub(crate) async fn into_error(self, exchange: Exchange<'_>, model: &ModelRef) -> InferError {
         let backend = exchange.upstream.name().to_owned();
         if self.origin.status() == ::http::StatusCode::NOT_FOUND {
             return InferError::UnknownModel {
@@ -320,7 +319,7 @@ async fn read_message(exchange: Exchange<'_>, body: BackendBody) -> String {
 
 /// How a backend request's body is described in its headers.
 #[derive(Clone, Copy, Debug)]
-pub struct BodyHead {
+pub(crate) struct BodyHead {
     pub len: u64,
     pub header_len: Option<u64>,
     pub content_type: &'static str,
@@ -328,7 +327,7 @@ pub struct BodyHead {
 
 impl RequestBody {
     /// What its headers say about it.
-    pub fn head(&self) -> BodyHead {
+    pub(crate) fn head(&self) -> BodyHead {
         BodyHead {
             len: self.len(),
             header_len: self.header_len,
@@ -339,7 +338,7 @@ impl RequestBody {
 
 /// The backend request for `model`'s infer call. `headers` are the ones
 /// the frontend forwards; body headers are set here.
-pub fn outgoing(
+pub(crate) fn outgoing(
     exchange: Exchange<'_>,
     model: &ModelRef,
     head: BodyHead,
@@ -373,7 +372,7 @@ pub fn outgoing(
 
 /// The backend's answer to a request whose last byte went at `sent`, read
 /// by its protocol.
-pub async fn answer(
+pub(crate) async fn answer(
     exchange: Exchange<'_>,
     resp: Result<Response<UpstreamBody>, UpstreamError>,
     sent: Instant,

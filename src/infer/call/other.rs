@@ -15,7 +15,11 @@ use crate::infer::calls::{Answer, Call, GrpcAnswer, Reply};
 use crate::infer::{Exchange, InferError, stats};
 
 /// Answers `call` from the exchange's backend.
-pub async fn other(exchange: Exchange<'_>, config: &Config, call: Call) -> Result<Answer, Error> {
+pub(crate) async fn other(
+    exchange: Exchange<'_>,
+    config: &Config,
+    call: Call,
+) -> Result<Answer, Error> {
     let all_stats = call.all_stats;
     let answer = backend::call(exchange, call).await?;
     if !all_stats {
