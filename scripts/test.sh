@@ -45,6 +45,8 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 ROOT=$(pwd)
+# shellcheck source=lib.sh
+. scripts/lib.sh
 TARGET=${CARGO_TARGET_DIR:-$ROOT/target}
 BIN="$TARGET/release/tensorgate"
 
@@ -86,7 +88,7 @@ trap stop_backends EXIT
 step "starting real backends on 127.0.0.1"
 # Triton serves gRPC too, on a port of its own (tritonserver takes the last
 # --allow-grpc it is given).
-TG_TRITON_GRPC_PORT=$(python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])')
+TG_TRITON_GRPC_PORT=$(free_port)
 if out=$(TENSORGATE_TRITON_ARGS="--allow-grpc=true --grpc-address=127.0.0.1 --grpc-port=$TG_TRITON_GRPC_PORT" bash scripts/triton-backend.sh start); then
   eval "$out"
   export TENSORGATE_TRITON_URL
@@ -104,7 +106,7 @@ else
   [ -n "${CI:-}" ] && exit 1
   skip "scripts/triton-pair.sh: the Triton pair did not start"
 fi
-TG_KSERVE_GRPC_PORT=$(python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])')
+TG_KSERVE_GRPC_PORT=$(free_port)
 if out=$(TENSORGATE_KSERVE_GRPC_PORT=$TG_KSERVE_GRPC_PORT bash scripts/kserve-backend.sh start); then
   eval "$out"
   export TENSORGATE_KSERVE_URL
