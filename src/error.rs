@@ -16,6 +16,7 @@ use std::fmt;
 use http::StatusCode;
 
 use crate::auth::AuthFailure;
+use crate::codec::grpc::status::Code;
 
 /// What a failure is, for the client and for the metrics.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -26,6 +27,9 @@ pub enum Class {
     Malformed,
     /// The method is not served on this path. 405.
     MethodNotAllowed,
+    /// A call the backend's protocol has no form for (a V2 endpoint
+    /// without a gRPC call, to a gRPC backend). 501; gRPC UNIMPLEMENTED.
+    Unsupported,
     /// A tensor the request carries breaks a rule of its route, or cannot
     /// be used the way the route needs it. 400, naming the tensor.
     BadTensor { tensor: String },
@@ -72,8 +76,8 @@ pub enum Class {
         retry_after: Option<u64>,
     },
     /// The backend answered the request with an error of its own (its
-    /// status, its message): the model refused it.
-    Refused { status: StatusCode, message: String },
+    /// status or gRPC code, its message): the model refused it.
+    Refused { origin: Origin, message: String },
     /// The backend answered, but its outputs cannot be given to this
     /// client: they break the route's output rules, exceed the route's
     /// limits, or the client's protocol cannot carry them. 502.
@@ -81,6 +85,45 @@ pub enum Class {
     BadOutput { backend_fault: bool },
     /// A bug in the gateway. 500.
     Internal,
+}
+
+/// Where a backend's refusal came from, kept as it came: an HTTP backend's
+/// status, or a gRPC backend's code. A client of the same protocol gets
+/// it unchanged (a gRPC backend's FAILED_PRECONDITION stays one); one of
+/// the other gets what it stands for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Origin {
+    Http(StatusCode),
+    Grpc(Code),
+}
+
+impl fmt::Display for Origin {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Origin::Http(status) => fmt::Display::fmt(status, f),
+            Origin::Grpc(code) => f.write_str(code.name()),
+        }
+    }
+}
+
+impl Origin {
+    /// The HTTP status it stands for.
+    pub fn status(self) -> StatusCode {
+        match self {
+            Origin::Http(status) => status,
+            Origin::Grpc(code) => {
+                StatusCode::from_u16(code.http()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR)
+            }
+        }
+    }
+
+    /// The gRPC code it stands for.
+    pub fn code(self) -> Code {
+        match self {
+            Origin::Http(status) => Code::from_http(status.as_u16()),
+            Origin::Grpc(code) => code,
+        }
+    }
 }
 
 /// How an exchange with a backend failed: the `kind` label of
@@ -192,6 +235,7 @@ impl Class {
                 StatusCode::BAD_REQUEST
             }
             Class::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
+            Class::Unsupported => StatusCode::NOT_IMPLEMENTED,
             Class::TooLarge
             | Class::RateLimited {
                 retry_after: None, ..
@@ -215,7 +259,7 @@ impl Class {
                 _ => StatusCode::BAD_GATEWAY,
             },
             Class::BadOutput { .. } => StatusCode::BAD_GATEWAY,
-            Class::Refused { status, .. } => *status,
+            Class::Refused { origin, .. } => origin.status(),
             Class::Internal => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
@@ -259,8 +303,8 @@ pub struct DeadlineExceeded {
 }
 
 impl Classify for DeadlineExceeded {
-    fn class(&self) -> Class {
-        Class::DeadlineExceeded
+    fn classify(&self) -> Classified {
+        Class::DeadlineExceeded.into()
     }
 }
 
@@ -286,12 +330,40 @@ pub enum TensorLabel {
 
 /// An error that knows what it is. Every floor's error enum implements it.
 pub trait Classify: std::error::Error + Send + Sync + 'static {
-    fn class(&self) -> Class;
+    /// What it is and, when a rule or limit refused the request, which:
+    /// decided in one match, so the class and the violation counted never
+    /// disagree.
+    fn classify(&self) -> Classified;
 
-    /// The rule or limit it broke, when a rule or limit refused the
-    /// request.
-    fn violated(&self) -> Option<Violated> {
-        None
+    /// What it is.
+    fn class(&self) -> Class {
+        self.classify().class
+    }
+}
+
+/// What an error is ([`Class`]) and the rule or limit it broke, if any.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Classified {
+    pub class: Class,
+    pub violated: Option<Violated>,
+}
+
+impl From<Class> for Classified {
+    fn from(class: Class) -> Classified {
+        Classified {
+            class,
+            violated: None,
+        }
+    }
+}
+
+impl Class {
+    /// The class of a request that broke `rule` of `tensor`.
+    pub fn violating(self, tensor: TensorLabel, rule: &'static str) -> Classified {
+        Classified {
+            class: self,
+            violated: Some(Violated { tensor, rule }),
+        }
     }
 }
 
@@ -299,12 +371,12 @@ pub trait Classify: std::error::Error + Send + Sync + 'static {
 pub struct Error(Box<dyn Classify>);
 
 impl Error {
-    pub fn class(&self) -> Class {
-        self.0.class()
+    pub fn classify(&self) -> Classified {
+        self.0.classify()
     }
 
-    pub fn violated(&self) -> Option<Violated> {
-        self.0.violated()
+    pub fn class(&self) -> Class {
+        self.0.classify().class
     }
 
     /// The floor's own error, when it is an `E`.

@@ -5,6 +5,7 @@
 //! fixed set (code, kind, side, direction, phase, rule): request data never
 //! creates a label value, so cardinality is bounded by the configuration.
 
+mod export;
 #[cfg(target_os = "linux")]
 mod process;
 mod replicas;
@@ -14,6 +15,7 @@ pub mod window;
 use std::collections::HashMap;
 use std::sync::{Arc, OnceLock, RwLock};
 
+pub use export::{ExportFailure, ExportFamilies};
 pub use replicas::{
     REPLICA_STATES, RETRY_OUTCOMES, ReplicaFamilies, ReplicaSeries, ReplicaState, SHADOW_OUTCOMES,
 };
@@ -233,6 +235,8 @@ pub struct MetricFamilies {
     pub replicas: ReplicaFamilies,
     /// The shared rate-limit store.
     pub store: StoreFamilies,
+    /// The trace exporter's failures.
+    pub trace_export: ExportFamilies,
     /// Requests whose key matched, by route and key name.
     pub authenticated: IntCounterVec,
     /// Requests refused for their credentials, by route and reason.
@@ -409,6 +413,7 @@ impl Metrics {
             },
             replicas: ReplicaFamilies::register(r)?,
             store: StoreFamilies::register(r)?,
+            trace_export: ExportFamilies::register(r)?,
         })))
     }
 

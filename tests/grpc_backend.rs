@@ -4,7 +4,8 @@
 //! translated to their calls and answered in the V2 JSON form; health
 //! checks of gRPC replicas use `ServerReady` / `ModelReady`; a backend's
 //! gRPC status reaches a gRPC client as it is, and an HTTP client as the
-//! status it stands for.
+//! status it stands for; a gRPC replica's `metrics_url` is read over
+//! HTTP/1.1, as Triton serves it.
 
 mod common;
 
@@ -220,4 +221,70 @@ async fn grpc_replicas_are_checked_with_server_ready_and_balanced_per_request() 
         "tensorgate_replica_state{{backend=\"b\",replica=\"grpc://{addr}\",state=\"healthy\"}}"
     );
     assert_eq!(common::metric(&text, &state), Some(0.0), "{text}");
+}
+
+#[tokio::test]
+async fn a_grpc_replica_s_metrics_url_is_read_over_http1() {
+    // Triton's metrics port speaks HTTP/1.1 only, whatever its inference
+    // ports speak: the test backend's server is HTTP/1.1 only too.
+    let page = "# TYPE nv_inference_pending_request_count gauge\n\
+        nv_inference_pending_request_count{model=\"simple\",version=\"1\"} 3\n";
+    let metrics = common::TestBackend::start(move |_| async move {
+        common::reply(200, &[("content-type", "text/plain")], page)
+    })
+    .await;
+    let demo = demo::spawn_grpc(std::net::SocketAddr::from(([127, 0, 0, 1], 0)))
+        .await
+        .unwrap();
+    let toml = format!(
+        r#"
+[backends.b]
+url = "grpc://{demo}"
+metrics_url = "http://{metrics}/metrics"
+metrics_interval = "100ms"
+metrics_timeout = "100ms"
+[[routes]]
+name = "r"
+default = true
+backend = "b"
+"#,
+        demo = demo.addr,
+        metrics = metrics.addr
+    );
+    let gw = gateway(&toml).await;
+    let replica = format!("backend=\"b\",replica=\"grpc://{}\"", demo.addr);
+    let ok = format!("tensorgate_replica_metrics_scrapes_total{{{replica},result=\"ok\"}}");
+    let failed = format!("tensorgate_replica_metrics_scrapes_total{{{replica},result=\"failed\"}}");
+    let pending = format!("tensorgate_replica_queue_pending{{{replica}}}");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    let text = loop {
+        let text = common::scrape_text(&gw).await;
+        if common::metric(&text, &ok).unwrap_or(0.0) >= 3.0 || std::time::Instant::now() > deadline
+        {
+            break text;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    };
+    let lines: Vec<&str> = text.lines().filter(|l| l.contains(&replica)).collect();
+    assert!(
+        common::metric(&text, &ok).unwrap_or(0.0) >= 3.0,
+        "{}",
+        lines.join("\n")
+    );
+    assert_eq!(
+        common::metric(&text, &failed),
+        Some(0.0),
+        "{}",
+        lines.join("\n")
+    );
+    assert_eq!(common::metric(&text, &pending), Some(3.0));
+    let seen = metrics.requests();
+    assert!(
+        seen.iter().all(|s| s.path == "/metrics"),
+        "{:?}",
+        seen.len()
+    );
+    // Inference still goes to the gRPC port.
+    let got = post_json(gw.data_addr, "/v2/models/simple/infer", SIMPLE).await;
+    assert_eq!(got.status, 200, "{:?}", got.body);
 }

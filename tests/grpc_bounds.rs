@@ -186,31 +186,45 @@ async fn a_message_of_empty_entries_is_refused_before_it_is_decoded() {
 
 /// A scripted gRPC backend answering every `ModelInfer` with `reply`.
 async fn grpc_backend(reply_message: Vec<u8>) -> SocketAddr {
+    let reply_message = Bytes::from(reply_message);
+    scripted_grpc_backend(move |_| Ok(reply_message.clone())).await
+}
+
+/// A scripted gRPC backend: ready, and answering every other call with
+/// what `answer` says of its request message (a message, or a status
+/// code and its message).
+async fn scripted_grpc_backend<F>(answer: F) -> SocketAddr
+where
+    F: Fn(Bytes) -> Result<Bytes, (u8, &'static str)> + Clone + Send + Sync + 'static,
+{
+    use tensorgate::frontend::grpc::status;
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
-    let reply_message = Bytes::from(reply_message);
     tokio::spawn(async move {
         while let Ok((stream, _)) = listener.accept().await {
-            let reply_message = reply_message.clone();
+            let answer = answer.clone();
             tokio::spawn(async move {
                 let svc = service_fn(move |req: Request<Incoming>| {
-                    let reply_message = reply_message.clone();
+                    let answer = answer.clone();
                     async move {
                         let method = req.uri().path().rsplit('/').next().unwrap().to_owned();
-                        let _ = req.into_body().collect().await;
+                        let body = req.into_body().collect().await.unwrap().to_bytes();
                         let message = match method.as_str() {
                             "ServerReady" => {
-                                ServerReadyResponse { ready: true }.encode_to_vec().into()
+                                Ok(ServerReadyResponse { ready: true }.encode_to_vec().into())
                             }
                             "ModelReady" => {
-                                ModelReadyResponse { ready: true }.encode_to_vec().into()
+                                Ok(ModelReadyResponse { ready: true }.encode_to_vec().into())
                             }
-                            _ => reply_message,
+                            _ => answer(body.slice(5.min(body.len())..)),
                         };
-                        let framed = frame::encode(vec![message]).unwrap();
-                        Ok::<_, std::convert::Infallible>(
-                            tensorgate::frontend::grpc::status::reply(framed),
-                        )
+                        let resp = match message {
+                            Ok(m) => status::reply(frame::encode(vec![m]).unwrap()),
+                            Err((code, text)) => {
+                                status::status_only(status::Code::from_u8(code).unwrap(), text)
+                            }
+                        };
+                        Ok::<_, std::convert::Infallible>(resp)
                     }
                 });
                 let _ = hyper::server::conn::http2::Builder::new(TokioExecutor::new())
@@ -572,4 +586,34 @@ async fn health_watches_are_bounded_per_client_and_not_in_flight() {
     .await
     .expect("the freed place was not given back");
     assert_eq!(again.0.status, 1);
+}
+
+/// Issue 37's first bug: a gRPC backend's refusal was carried as the HTTP
+/// status its code stands for, so a gRPC client got another code
+/// (FAILED_PRECONDITION and OUT_OF_RANGE became INVALID_ARGUMENT, CANCELLED
+/// UNKNOWN, ALREADY_EXISTS ABORTED). A refusal keeps its origin now: the
+/// backend's code reaches a gRPC client unchanged, and a V2 client gets
+/// the status it stands for.
+#[tokio::test]
+async fn a_grpc_backends_refusal_reaches_a_grpc_client_with_its_own_code() {
+    use tensorgate::codec::grpc::status::Code;
+    for (code, name) in [
+        (9u8, tonic::Code::FailedPrecondition),
+        (11, tonic::Code::OutOfRange),
+        (6, tonic::Code::AlreadyExists),
+        (1, tonic::Code::Cancelled),
+    ] {
+        let backend = scripted_grpc_backend(move |_| Err((code, "the model says no"))).await;
+        let gw = gateway(&common::simple_config(&format!("grpc://{backend}"), "")).await;
+        let mut c = client(gw.data_addr).await;
+        let e = c.model_infer(simple("simple")).await.unwrap_err();
+        assert_eq!(e.code(), name, "{e:?}");
+        assert!(e.message().contains("the model says no"), "{}", e.message());
+        // A V2 client: the status the code stands for, with the message.
+        let body = r#"{"inputs":[{"name":"INPUT0","shape":[1,16],"datatype":"INT32","data":[1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1]},{"name":"INPUT1","shape":[1,16],"datatype":"INT32","data":[1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1]}]}"#;
+        let got = common::post_json(gw.data_addr, "/v2/models/simple/infer", body).await;
+        let expected = Code::from_u8(code).unwrap().http();
+        assert_eq!(got.status.as_u16(), expected, "{:?}", got.body);
+        assert_eq!(got.error(), "the model says no");
+    }
 }

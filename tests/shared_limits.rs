@@ -16,8 +16,7 @@ mod common;
 mod procs;
 
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -25,50 +24,11 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use common::{TestBackend, reply};
 use http_body_util::{BodyExt, Full};
-use procs::{GatewayProc, Proc, free_port, temp_dir, wait_listening};
+use procs::{GatewayProc, free_port, redis_server, start_redis, temp_dir};
 
 const KEY: &str = "shared-key-0123456789";
 const RATE: f64 = 100.0;
 const BURST: u64 = 10;
-
-/// `redis-server`, or `None` (SKIPPED) when there is none.
-fn redis_server() -> Option<PathBuf> {
-    if let Some(p) = std::env::var_os("TENSORGATE_REDIS_SERVER") {
-        return Some(PathBuf::from(p));
-    }
-    let found = std::env::var_os("PATH").and_then(|path| {
-        std::env::split_paths(&path)
-            .map(|d| d.join("redis-server"))
-            .find(|p| p.is_file())
-    });
-    if found.is_none() {
-        if std::env::var_os("CI").is_some() {
-            panic!("no redis-server and CI is set: scripts/setup.sh installs it");
-        }
-        common::skipped("no redis-server on PATH (scripts/setup.sh installs it)");
-    }
-    found
-}
-
-/// A Redis on 127.0.0.1:`port`, nothing saved to disk.
-fn start_redis(bin: &Path, dir: &Path, port: u16) -> Proc {
-    let mut cmd = Command::new(bin);
-    cmd.args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
-        .args(["--save", "", "--appendonly", "no"])
-        .arg("--dir")
-        .arg(dir);
-    let p = Proc::spawn(
-        cmd,
-        dir.join(format!("redis-{}.log", Instant::now().elapsed().as_nanos())),
-    );
-    let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
-    assert!(
-        wait_listening(addr, Duration::from_secs(10)),
-        "redis did not start:\n{}",
-        p.tail()
-    );
-    p
-}
 
 fn gateway_toml(redis: u16, backend: &str, keys: &Path, policy: &str) -> String {
     format!(

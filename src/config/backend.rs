@@ -164,8 +164,9 @@ impl Default for Retries {
 }
 
 /// `metrics_url` and its timing: each replica's Prometheus endpoint is
-/// read every `interval` for Triton's queue metrics per model, which the
-/// replica picker adds to its outstanding count.
+/// read every `interval` (over HTTP/1.1, whatever the backend's protocol)
+/// for Triton's queue metrics per model, which the replica picker adds to
+/// its outstanding count.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct QueueSignal {
     pub source: MetricsSource,
@@ -292,10 +293,22 @@ pub enum Protocol {
     Grpc,
 }
 
+/// Why a URL with a user part is refused.
+pub const CREDENTIALS: &str = "user:password@ in a URL is never sent (and would show in logs, metrics and the status page): take it out";
+
+/// Whether the URL `text` has a user part (`scheme://user:password@host`).
+pub fn credentials(text: &str) -> bool {
+    let rest = text.split_once("://").map_or(text, |(_, r)| r);
+    rest.split(['/', '?', '#'])
+        .next()
+        .is_some_and(|a| a.contains('@'))
+}
+
 /// Checks a backend URL: `http://host:port` or `https://host:port` with an
 /// optional path prefix, no query; or `grpc://host:port` /
-/// `grpcs://host:port` (no path) for a backend that speaks gRPC. The file
-/// loader and `--backend` both use this.
+/// `grpcs://host:port` (no path) for a backend that speaks gRPC; never
+/// with a user part ([`CREDENTIALS`]). The file loader and `--backend`
+/// both use this.
 pub fn parse_url(text: &str) -> Result<http::Uri, String> {
     // `http::Uri` lets some characters RFC 3986 does not allow (`\`, `"`,
     // `{`, ...) through; a backend URL has no use for them.
@@ -307,6 +320,9 @@ pub fn parse_url(text: &str) -> Result<http::Uri, String> {
     };
     if !text.bytes().all(uri_char) {
         return Err(bad());
+    }
+    if credentials(text) {
+        return Err(CREDENTIALS.to_owned());
     }
     match text.parse::<http::Uri>() {
         Ok(u)
@@ -376,6 +392,14 @@ mod tests {
         assert!(is_https(&parse_url("grpcs://x:1").unwrap()));
         assert!(is_https(&parse_url("https://x").unwrap()));
         assert!(!is_https(&parse_url("http://x").unwrap()));
+        for with_user in ["http://u:hunter2@x:1/p", "grpc://u@x:1", "https://@x"] {
+            assert_eq!(
+                parse_url(with_user).unwrap_err(),
+                CREDENTIALS,
+                "{with_user}"
+            );
+        }
+        assert!(parse_url("http://x:1/a@b").is_ok(), "@ in the path");
         for bad in [
             "ftp://x",
             "http://x:1/?q=1",

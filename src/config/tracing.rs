@@ -68,6 +68,9 @@ impl Tracing {
 /// no query (the traces path is appended to it).
 pub fn parse_endpoint(text: &str) -> Result<Uri, String> {
     let bad = || format!("{text:?} is not an http://host:port or https://host:port URL");
+    if crate::config::backend::credentials(text) {
+        return Err(crate::config::backend::CREDENTIALS.to_owned());
+    }
     match text.parse::<Uri>() {
         Ok(u)
             if matches!(u.scheme_str(), Some("http" | "https"))
@@ -93,5 +96,9 @@ mod tests {
         assert!(parse_endpoint("127.0.0.1:4318").is_err());
         assert!(parse_endpoint("ftp://x:1").is_err());
         assert!(parse_endpoint("http://x:1/?a=b").is_err());
+        assert_eq!(
+            parse_endpoint("https://u:hunter2@otel:4318").unwrap_err(),
+            crate::config::backend::CREDENTIALS
+        );
     }
 }

@@ -13,7 +13,7 @@ use http::{Method, Response, StatusCode, Version, header};
 use http_body::Body as _;
 use http_body_util::BodyExt;
 
-use crate::error::{Class, Classify, Error, chain};
+use crate::error::{Class, Classified, Classify, Error, chain};
 use crate::http::body::{Body, BoxError};
 use crate::http::spool::{SpoolLimits, spool};
 
@@ -24,10 +24,11 @@ use crate::http::spool::{SpoolLimits, spool};
 pub struct ReplyCut;
 
 impl Classify for ReplyCut {
-    fn class(&self) -> Class {
-        Class::BadOutput {
+    fn classify(&self) -> Classified {
+        let class = Class::BadOutput {
             backend_fault: false,
-        }
+        };
+        class.into()
     }
 }
 

@@ -12,7 +12,7 @@ use std::time::Duration;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::time::Instant;
 
-use crate::error::{Class, Classify};
+use crate::error::{Class, Classified, Classify};
 
 /// Why a request got no slot.
 #[derive(Debug, thiserror::Error)]
@@ -35,8 +35,8 @@ pub enum AdmissionError {
 }
 
 impl Classify for AdmissionError {
-    fn class(&self) -> Class {
-        match self {
+    fn classify(&self) -> Classified {
+        let class = match self {
             AdmissionError::Overloaded { waited, .. } => Class::Overloaded {
                 retry_after: waited.as_secs_f64().ceil() as u64,
             },
@@ -44,7 +44,8 @@ impl Classify for AdmissionError {
             AdmissionError::ClientBusy { .. }
             | AdmissionError::WatchesFull { .. }
             | AdmissionError::UnverifiedFull { .. } => Class::Overloaded { retry_after: 1 },
-        }
+        };
+        class.into()
     }
 }
 

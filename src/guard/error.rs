@@ -2,7 +2,7 @@
 //! an access key id (a client may put a key there by mistake).
 
 use crate::auth::sigv4::SigV4Error;
-use crate::error::{Class, Classify, Credentials};
+use crate::error::{Class, Classified, Classify, Credentials};
 
 /// Why a request's credentials were refused.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -59,7 +59,8 @@ pub struct Unauthorized {
 }
 
 impl Classify for Unauthorized {
-    fn class(&self) -> Class {
-        Class::Unauthenticated(self.problem.credentials())
+    fn classify(&self) -> Classified {
+        let class = Class::Unauthenticated(self.problem.credentials());
+        class.into()
     }
 }

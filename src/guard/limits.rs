@@ -37,7 +37,7 @@ use shared::share;
 /// What a bucket counts (the `limit` label of
 /// `tensorgate_rate_limited_total`).
 pub use crate::error::LimitUnit as Unit;
-use crate::error::{Class, Classify};
+use crate::error::{Class, Classified, Classify};
 
 /// What a refusal calls the unit.
 fn noun(unit: Unit) -> &'static str {
@@ -278,11 +278,12 @@ pub struct Refusal {
 impl std::error::Error for Refusal {}
 
 impl Classify for Refusal {
-    fn class(&self) -> Class {
-        Class::RateLimited {
+    fn classify(&self) -> Classified {
+        let class = Class::RateLimited {
             unit: self.unit,
             retry_after: self.wait.map(|w| (w.as_secs_f64().ceil() as u64).max(1)),
-        }
+        };
+        class.into()
     }
 }
 

@@ -17,7 +17,7 @@ use http_body_util::BodyExt;
 use http::HeaderMap;
 use sha2::{Digest as _, Sha256};
 
-use crate::error::{Class, Classify, TensorLabel, Violated};
+use crate::error::{Class, Classified, Classify, TensorLabel};
 use crate::http::body::Body;
 use crate::http::body::concat;
 use crate::http::encoding::Inflated;
@@ -50,21 +50,14 @@ pub enum BodyError {
 }
 
 impl Classify for BodyError {
-    fn class(&self) -> Class {
+    fn classify(&self) -> Classified {
         match self {
-            BodyError::TooLarge { .. } => Class::TooLarge,
-            BodyError::UnsupportedEncoding(_) => Class::UnsupportedEncoding,
-            BodyError::BadEncoding { .. } => Class::Malformed,
-            BodyError::Broken { .. } => Class::BodyBroken,
-            BodyError::Idle | BodyError::Deadline { .. } => Class::BodyTimeout,
+            BodyError::TooLarge { .. } => Class::TooLarge.violating(TensorLabel::Request, "limit"),
+            BodyError::UnsupportedEncoding(_) => Class::UnsupportedEncoding.into(),
+            BodyError::BadEncoding { .. } => Class::Malformed.into(),
+            BodyError::Broken { .. } => Class::BodyBroken.into(),
+            BodyError::Idle | BodyError::Deadline { .. } => Class::BodyTimeout.into(),
         }
-    }
-
-    fn violated(&self) -> Option<Violated> {
-        matches!(self, BodyError::TooLarge { .. }).then_some(Violated {
-            tensor: TensorLabel::Request,
-            rule: "limit",
-        })
     }
 }
 

@@ -31,7 +31,7 @@ use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 
 use super::body::BoxError;
-use crate::error::{Class, Classify};
+use crate::error::{Class, Classified, Classify};
 
 /// The largest piece read back from the file at once.
 const READ_PIECE: u64 = 256 << 10;
@@ -56,8 +56,8 @@ pub enum SpoolError {
 }
 
 impl Classify for SpoolError {
-    fn class(&self) -> Class {
-        match self {
+    fn classify(&self) -> Classified {
+        let class = match self {
             SpoolError::Full { .. } => Class::TooLarge,
             SpoolError::DiskBusy => Class::Overloaded { retry_after: 1 },
             // A full disk passes: the same as the shared disk budget spent.
@@ -66,7 +66,8 @@ impl Classify for SpoolError {
             }
             // `Gone` is never rendered: nobody is left to answer.
             SpoolError::Disk(_) | SpoolError::Gone => Class::Internal,
-        }
+        };
+        class.into()
     }
 }
 

@@ -5,13 +5,11 @@
 //! are the upstream's ([`UpstreamError`]), and rate-limit refusals the
 //! guard's ([`Refusal`]); both pass through unchanged.
 
-use http::StatusCode;
-
 use super::ModelRef;
 use crate::codec::v2::DocError;
 use crate::codec::v2::framing::FramingError;
 use crate::codec::v2::json_write::WriteError;
-use crate::error::{Class, Classify, TensorLabel, UpstreamKind, Violated};
+use crate::error::{Class, Classified, Classify, Origin, TensorLabel, UpstreamKind};
 use crate::guard::Refusal;
 use crate::rules::Violation;
 use crate::tensor::{BytesLayoutError, DataType};
@@ -53,11 +51,12 @@ pub enum InferError {
     ReplyTooLarge { route: String, limit: u64 },
     #[error("backend \"{backend}\" has no model \"{}\"{}", model.name, model.version.as_deref().map(|v| format!(" version {v}")).unwrap_or_default())]
     UnknownModel { backend: String, model: ModelRef },
-    /// The backend answered the request with an error status of its own.
-    #[error("backend \"{backend}\" refused the request ({status}): {message}")]
+    /// The backend answered the request with an error of its own (an
+    /// HTTP status, or a gRPC code, as it came).
+    #[error("backend \"{backend}\" refused the request ({origin}): {message}")]
     Refused {
         backend: String,
-        status: StatusCode,
+        origin: Origin,
         message: String,
     },
     #[error(transparent)]
@@ -118,52 +117,49 @@ pub enum RawError {
 }
 
 impl Classify for InferError {
-    fn class(&self) -> Class {
+    fn classify(&self) -> Classified {
         match self {
             InferError::Rule { violation, .. } => Class::BadTensor {
                 tensor: violation.tensor_name().to_owned(),
-            },
-            InferError::Raw { .. } | InferError::NotGrpc { .. } => Class::Malformed,
+            }
+            .violating(
+                TensorLabel::Named(violation.tensor_name().to_owned()),
+                violation.rule_label(),
+            ),
+            InferError::Raw { .. } | InferError::NotGrpc { .. } => Class::Malformed.into(),
             InferError::InputNotJson { input, .. } => Class::BadTensor {
                 tensor: input.clone(),
-            },
+            }
+            .into(),
             InferError::BadReply { .. } => Class::Upstream {
                 kind: UpstreamKind::Invalid,
                 retry_after: None,
-            },
-            InferError::OutputRule { .. } | InferError::ReplyTooLarge { .. } => Class::BadOutput {
+            }
+            .into(),
+            InferError::OutputRule { violation, .. } => Class::BadOutput {
                 backend_fault: true,
-            },
+            }
+            .violating(
+                TensorLabel::Named(violation.tensor_name().to_owned()),
+                violation.rule_label(),
+            ),
+            InferError::ReplyTooLarge { .. } => Class::BadOutput {
+                backend_fault: true,
+            }
+            .into(),
             InferError::UnknownModel { model, .. } => Class::NotFound {
                 version: model.version.is_some(),
-            },
+            }
+            .into(),
             InferError::Refused {
-                status, message, ..
+                origin, message, ..
             } => Class::Refused {
-                status: *status,
+                origin: *origin,
                 message: message.clone(),
-            },
-            InferError::Upstream(e) => e.class(),
-            InferError::RateLimited(r) => r.class(),
+            }
+            .into(),
+            InferError::Upstream(e) => e.classify(),
+            InferError::RateLimited(r) => r.classify(),
         }
-    }
-
-    fn violated(&self) -> Option<Violated> {
-        match self {
-            InferError::Rule { violation, .. } => Some(violated(violation)),
-            InferError::OutputRule { violation, .. } => Some(violated(violation)),
-            InferError::Upstream(e) => e.violated(),
-            _ => None,
-        }
-    }
-}
-
-/// The labels of a rule violation: its tensor (named in the label only
-/// when the route's rules name it, so never for an unknown input) and its
-/// rule.
-pub fn violated(v: &Violation) -> Violated {
-    Violated {
-        tensor: TensorLabel::Named(v.tensor_name().to_owned()),
-        rule: v.rule_label(),
     }
 }

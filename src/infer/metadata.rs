@@ -4,20 +4,15 @@
 //! backend for a short time with a bound on entries.
 
 use std::collections::HashMap;
+use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use http::StatusCode;
-use http_body_util::{BodyExt, Limited};
 use serde::Deserialize;
 
 use super::ModelRef;
-use crate::config::Protocol;
 use crate::tensor::DataType;
-use crate::upstream::{Outgoing, Upstream};
-
-/// Most bytes of a metadata reply the gateway reads.
-const MAX_METADATA_BYTES: usize = 1 << 20;
 
 /// One declared input or output.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -137,95 +132,19 @@ impl MetadataCache {
         entries.insert(model, (Instant::now(), meta));
     }
 
-    /// The model's metadata, from the cache or the backend.
+    /// The model's metadata, from the cache or, when it has none fresh,
+    /// `fetch` (the backend's answer: [`backend::metadata`](super::backend::metadata)).
     pub async fn get(
         &self,
-        upstream: &Upstream,
         model: &ModelRef,
+        fetch: impl Future<Output = Result<ModelMetadata, MetadataError>>,
     ) -> Result<Arc<ModelMetadata>, MetadataError> {
         if let Some(m) = self.cached(model) {
             return Ok(m);
         }
-        let meta = Arc::new(fetch(upstream, model).await?);
+        let meta = Arc::new(fetch.await?);
         self.insert(model.clone(), meta.clone());
         Ok(meta)
-    }
-}
-
-async fn fetch(upstream: &Upstream, model: &ModelRef) -> Result<ModelMetadata, MetadataError> {
-    if upstream.backend.protocol() == Protocol::Grpc {
-        return fetch_grpc(upstream, model).await;
-    }
-    let mut req = Outgoing::get(model.path());
-    req.model = Some(model.name.clone());
-    let resp = upstream.send(req, None).await?;
-    let status = resp.status();
-    let invalid = |detail: String| MetadataError::Invalid {
-        backend: upstream.name().to_owned(),
-        model: model.name.clone(),
-        detail,
-    };
-    let body = Limited::new(resp.into_body(), MAX_METADATA_BYTES)
-        .collect()
-        .await
-        .map_err(|e| invalid(format!("reading the reply failed: {e}")))?
-        .to_bytes();
-    if !status.is_success() {
-        return Err(MetadataError::NotFound {
-            backend: upstream.name().to_owned(),
-            model: model.name.clone(),
-            status,
-        });
-    }
-    ModelMetadata::parse(&body).map_err(invalid)
-}
-
-/// `ModelMetadata` from a gRPC backend, read as its JSON twin.
-async fn fetch_grpc(upstream: &Upstream, model: &ModelRef) -> Result<ModelMetadata, MetadataError> {
-    use crate::codec::grpc::budget::{self, Caps};
-    use crate::codec::grpc::json::model_metadata_to_json;
-    use crate::codec::grpc::proto::inference as pb;
-    use crate::upstream::grpc::{self, Answer};
-    use prost::Message;
-
-    let invalid = |detail: String| MetadataError::Invalid {
-        backend: upstream.name().to_owned(),
-        model: model.name.clone(),
-        detail,
-    };
-    let message = pb::ModelMetadataRequest {
-        name: model.name.clone(),
-        version: model.version.clone().unwrap_or_default(),
-    }
-    .encode_to_vec();
-    let req = grpc::call(
-        "ModelMetadata",
-        vec![message.into()],
-        http::HeaderMap::new(),
-        Some(model.name.clone()),
-        true,
-    )
-    .map_err(|e| invalid(e.to_string()))?;
-    let resp = upstream.send(req, None).await?;
-    let (parts, body) = resp.into_parts();
-    let mut body = body;
-    let answer = grpc::read_answer(&parts.headers, &mut body, MAX_METADATA_BYTES as u64)
-        .await
-        .map_err(|e| invalid(format!("reading the reply failed: {e}")))?;
-    match answer {
-        Answer::Message(m) => {
-            if let Some(schema) = budget::schema("inference.ModelMetadataResponse") {
-                budget::check(schema, &m, &Caps::DEFAULT).map_err(|e| invalid(e.to_string()))?;
-            }
-            let reply = pb::ModelMetadataResponse::decode(m).map_err(|e| invalid(e.to_string()))?;
-            let json = model_metadata_to_json(&reply).map_err(|e| invalid(e.to_string()))?;
-            ModelMetadata::parse(&json).map_err(invalid)
-        }
-        Answer::Status { code, .. } => Err(MetadataError::NotFound {
-            backend: upstream.name().to_owned(),
-            model: model.name.clone(),
-            status: StatusCode::from_u16(code.http()).unwrap_or(StatusCode::NOT_FOUND),
-        }),
     }
 }
 

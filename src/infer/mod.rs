@@ -13,6 +13,8 @@
 //! and the guard's pass through them unchanged.
 
 pub mod backend;
+pub mod call;
+pub mod calls;
 pub mod checks;
 mod error;
 pub mod metadata;
@@ -23,7 +25,7 @@ pub mod shadow;
 pub mod split;
 pub mod stats;
 
-pub use error::{InferError, violated};
+pub use error::InferError;
 pub use request::{InferReply, InferRequest, ModelRef, TensorData};
 
 use std::sync::Arc;

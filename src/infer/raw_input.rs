@@ -28,7 +28,8 @@ pub async fn check(exchange: Exchange<'_>, model: &ModelRef, size: u64) -> Resul
         route: exchange.route.name.clone(),
         source: Box::new(source),
     };
-    let meta = match exchange.metadata.get(exchange.upstream, model).await {
+    let fetch = super::backend::metadata(exchange.upstream, model);
+    let meta = match exchange.metadata.get(model, fetch).await {
         Ok(m) => m,
         // The backend is unreachable: say that, not that metadata is missing.
         Err(MetadataError::Upstream(e)) => return Err(e.into()),

@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use crate::codec::v2::path::{Control, PathError};
 use crate::config::{Config, Route};
-use crate::error::{Class, Classify};
+use crate::error::{Class, Classified, Classify};
 
 /// What a request's head asks for that nothing serves.
 #[derive(Debug, thiserror::Error)]
@@ -41,8 +41,8 @@ pub enum RouteError {
 }
 
 impl Classify for RouteError {
-    fn class(&self) -> Class {
-        match self {
+    fn classify(&self) -> Classified {
+        let class = match self {
             RouteError::NoRoute { .. } | RouteError::NotFound { .. } => {
                 Class::NotFound { version: false }
             }
@@ -50,7 +50,8 @@ impl Classify for RouteError {
             RouteError::MethodNotAllowed { .. } => Class::MethodNotAllowed,
             RouteError::ControlDenied { .. } => Class::Forbidden,
             RouteError::Internal { .. } => Class::Internal,
-        }
+        };
+        class.into()
     }
 }
 

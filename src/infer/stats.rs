@@ -29,10 +29,11 @@ pub enum StatsError {
 }
 
 impl crate::error::Classify for StatsError {
-    fn class(&self) -> crate::error::Class {
+    fn classify(&self) -> crate::error::Classified {
         crate::error::Class::BadOutput {
             backend_fault: true,
         }
+        .into()
     }
 }
 

@@ -436,7 +436,8 @@ impl Observation {
         if self.inner.trace.as_ref().is_some_and(Trace::sampled) {
             let _ = self.inner.failure.set(e.to_string());
         }
-        self.inner.error(&e.class(), e.violated());
+        let c = e.classify();
+        self.inner.error(&c.class, c.violated);
     }
 
     /// Wraps the backend's response body so its bytes and end are counted.

@@ -216,7 +216,8 @@ impl Watch for Inner {
     }
 
     fn stalled(&self, e: &UpstreamError) {
-        self.error(&e.class(), e.violated());
+        let c = e.classify();
+        self.error(&c.class, c.violated);
     }
 }
 

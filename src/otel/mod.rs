@@ -7,7 +7,8 @@
 //! of its `[tracing]`, taken over by the next one when that is unchanged;
 //! a pipeline no configuration holds any more is retired on a thread of
 //! its own, sending what it still queues. It never makes a request wait on
-//! a collector.
+//! a collector. Failed exports are counted in the metrics the server hands
+//! it ([`Pipeline::count_in`]) and logged once per change.
 
 mod export;
 
@@ -24,6 +25,7 @@ use opentelemetry_sdk::trace::{
 };
 
 use crate::config::Tracing;
+use crate::metrics::ExportFamilies;
 use crate::trace::{SPAN_REQUEST, Trace};
 
 /// Why a pipeline could not start.
@@ -43,13 +45,20 @@ pub struct Pipeline {
     provider: SdkTracerProvider,
     tracer: SdkTracer,
     retired: AtomicBool,
+    outcomes: Arc<export::Outcomes>,
 }
 
 impl Pipeline {
     /// Starts exporting as `settings` say, on the current Tokio runtime.
     pub fn start(settings: &Tracing) -> Result<Arc<Pipeline>, OtelError> {
         let runtime = tokio::runtime::Handle::try_current().map_err(|_| OtelError::NoRuntime)?;
-        let client = export::Client::new(runtime, &settings.endpoint, settings.export_timeout);
+        let outcomes = Arc::new(export::Outcomes::new(settings.traces_url()));
+        let client = export::Client::new(
+            runtime,
+            &settings.endpoint,
+            settings.export_timeout,
+            outcomes.clone(),
+        );
         let exporter = opentelemetry_otlp::SpanExporter::builder()
             .with_http()
             .with_http_client(client)
@@ -85,7 +94,16 @@ impl Pipeline {
             provider,
             tracer,
             retired: AtomicBool::new(false),
+            outcomes,
         }))
+    }
+
+    /// Counts its failed exports in `families` (the gateway's metrics)
+    /// from now on; a pipeline kept across a reload keeps the families it
+    /// was first given. (The gateway builds the pipeline without its
+    /// metrics; the server and the reloader hand them over right after.)
+    pub fn count_in(&self, families: &ExportFamilies) {
+        self.outcomes.count_in(families);
     }
 
     /// The settings it was started with.

@@ -73,6 +73,9 @@ impl Reloader {
             let load = started.elapsed();
             let swapping = Instant::now();
             let (next, kept) = self.live.current().reconfigured(loaded.config);
+            if let Some(p) = next.pipeline() {
+                p.count_in(&self.metrics.trace_export);
+            }
             self.live.replace(&next);
             if let (Some(settings), Some(config)) = (&self.tls, tls) {
                 settings.replace(config);

@@ -102,6 +102,9 @@ pub fn start_with_metrics(
     metrics.init_series(&config);
     let workers = workers::Workers::start(config.server.workers)?;
     let live = Live::new(Gateway::new(config, metrics.clone()));
+    if let Some(p) = live.current().pipeline() {
+        p.count_in(&metrics.trace_export);
+    }
     // The gateway's own flag: the gRPC health service reads it too.
     let ready = live.current().serving().clone();
     let reloads = Arc::new(status::ReloadLog::default());

@@ -126,12 +126,17 @@ enum Probe<'a> {
 /// gRPC backend, the one its answer stands for), or `None` when no answer
 /// came.
 async fn probe(backend: &Backend, r: &Replica, what: Probe<'_>) -> Option<StatusCode> {
-    if backend.protocol() == Protocol::Grpc {
-        return tokio::time::timeout(backend.health.timeout, probe_grpc(r, what))
-            .await
-            .ok()
-            .flatten();
-    }
+    let limit = backend.health.timeout;
+    let answered = match backend.protocol() {
+        Protocol::Grpc => tokio::time::timeout(limit, probe_grpc(r, what)).await,
+        Protocol::Http => tokio::time::timeout(limit, probe_http(r, what)).await,
+    };
+    answered.ok().flatten()
+}
+
+/// `GET /v2/health/ready` or `/v2/models/{m}/ready` on an HTTP replica:
+/// its status.
+async fn probe_http(r: &Replica, what: Probe<'_>) -> Option<StatusCode> {
     let path = match what {
         Probe::Server => "/v2/health/ready".to_owned(),
         Probe::Model(name) => format!("{}/ready", model_base(name, None)),
@@ -140,19 +145,13 @@ async fn probe(backend: &Backend, r: &Replica, what: Probe<'_>) -> Option<Status
     *req.method_mut() = Method::GET;
     *req.uri_mut() = r.target(&path);
     req.headers_mut().insert(header::HOST, r.host().clone());
-    let exchange = async {
-        let resp = r.request(req, None).await.ok()?;
-        let status = resp.status();
-        // Read what little there is, so the connection can be reused.
-        let _ = Limited::new(resp.into_body(), MAX_CHECK_BODY)
-            .collect()
-            .await;
-        Some(status)
-    };
-    tokio::time::timeout(backend.health.timeout, exchange)
-        .await
-        .ok()
-        .flatten()
+    let resp = r.request(req, None).await.ok()?;
+    let status = resp.status();
+    // Read what little there is, so the connection can be reused.
+    let _ = Limited::new(resp.into_body(), MAX_CHECK_BODY)
+        .collect()
+        .await;
+    Some(status)
 }
 
 /// `ServerReady` or `ModelReady` on a gRPC replica: 200 when it says

@@ -65,9 +65,10 @@ pub fn connector(backend: &Backend) -> Connector {
             tracing::error!(backend = backend.name, error = %e, "backend TLS settings refused; its handshakes will fail");
             crate::tls::refusing_client_config()
         });
-        if backend.protocol() == crate::config::Protocol::Grpc {
+        match backend.protocol() {
             // gRPC is HTTP/2 only.
-            config.alpn_protocols = vec![b"h2".to_vec()];
+            crate::config::Protocol::Grpc => config.alpn_protocols = vec![b"h2".to_vec()],
+            crate::config::Protocol::Http => {}
         }
         Tls {
             connector: TlsConnector::from(Arc::new(config)),

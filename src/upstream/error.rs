@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use crate::error::{Class, Classify, UpstreamKind, Violated};
+use crate::error::{Class, Classified, Classify, UpstreamKind};
 use crate::http::client_body::BodyError;
 
 /// A failed exchange with a backend.
@@ -55,7 +55,7 @@ impl UpstreamError {
 }
 
 impl Classify for UpstreamError {
-    fn class(&self) -> Class {
+    fn classify(&self) -> Classified {
         let (kind, retry_after) = match self {
             UpstreamError::Refused { .. } => (UpstreamKind::Refused, None),
             UpstreamError::Timeout { .. } => (UpstreamKind::Timeout, None),
@@ -66,16 +66,9 @@ impl Classify for UpstreamError {
                 (UpstreamKind::Unavailable, Some(*retry_after))
             }
             UpstreamError::Invalid { .. } => (UpstreamKind::Invalid, None),
-            UpstreamError::RequestBody(e) => return e.class(),
-            UpstreamError::Deadline { .. } => return Class::DeadlineExceeded,
+            UpstreamError::RequestBody(e) => return e.classify(),
+            UpstreamError::Deadline { .. } => return Class::DeadlineExceeded.into(),
         };
-        Class::Upstream { kind, retry_after }
-    }
-
-    fn violated(&self) -> Option<Violated> {
-        match self {
-            UpstreamError::RequestBody(e) => e.violated(),
-            _ => None,
-        }
+        Class::Upstream { kind, retry_after }.into()
     }
 }

@@ -157,6 +157,14 @@ pub(super) struct Http1 {
     idle_timeout: Duration,
 }
 
+/// What an HTTP/1 client to another destination of a replica's host (its
+/// metrics port) is made with: the replica's connector and pool settings.
+pub(super) struct Http1Settings {
+    pub connector: Connector,
+    pub max_idle: usize,
+    pub idle_timeout: Duration,
+}
+
 impl Http1 {
     /// The client of `uri`'s scheme and authority.
     pub fn new(uri: &Uri, connector: Connector, max_idle: usize, idle_timeout: Duration) -> Http1 {
@@ -181,16 +189,13 @@ impl Http1 {
         uri.scheme() == self.dest.scheme() && uri.authority() == self.dest.authority()
     }
 
-    pub fn connector(&self) -> Connector {
-        self.connector.clone()
-    }
-
-    pub fn max_idle(&self) -> usize {
-        self.max_idle
-    }
-
-    pub fn idle_timeout(&self) -> Duration {
-        self.idle_timeout
+    /// What a client to another destination on the same host is made with.
+    pub(super) fn settings(&self) -> Http1Settings {
+        Http1Settings {
+            connector: self.connector.clone(),
+            max_idle: self.max_idle,
+            idle_timeout: self.idle_timeout,
+        }
     }
 
     /// The calling thread's pool.

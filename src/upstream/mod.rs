@@ -393,10 +393,15 @@ fn start_tasks(inner: &Arc<Inner>) {
         let job = scrape::run(weak.clone(), signal.clone());
         tasks.push(rt.spawn(job).abort_handle());
     }
-    if inner.backend.protocol() != crate::config::Protocol::Grpc {
-        let every = pool::sweep_interval(inner.backend.pool_idle_timeout);
-        let job = pool::sweep_replicas(weak.clone(), every);
-        tasks.push(rt.spawn(job).abort_handle());
+    match inner.backend.protocol() {
+        // HTTP/1 connections are pooled here; gRPC's HTTP/2 client keeps
+        // its own.
+        crate::config::Protocol::Http => {
+            let every = pool::sweep_interval(inner.backend.pool_idle_timeout);
+            let job = pool::sweep_replicas(weak.clone(), every);
+            tasks.push(rt.spawn(job).abort_handle());
+        }
+        crate::config::Protocol::Grpc => {}
     }
     if inner.backend.health.enabled {
         let wake = inner.wake.clone();

@@ -19,7 +19,7 @@ use tokio::time::Instant;
 use super::UpstreamError;
 use super::connector::{Connector, connector};
 use super::health::Health;
-use super::http1::{Http1, ReplyBody, SendError};
+use super::http1::{Http1, Http1Settings, ReplyBody, SendError};
 use super::queue::Queue;
 use crate::config::{Backend, Protocol, ServerConfig};
 use crate::error::UpstreamKind;
@@ -153,12 +153,36 @@ impl Replica {
                 // The deadline is kept by the connection's own timer.
                 Box::pin(main.send(req, deadline))
             }
-            Transport::Http1 { main, other } => Box::pin(by(deadline, elsewhere(main, other, req))),
-            Transport::Http2 { pools, settings } => {
+            Transport::Http1 { main, other } => {
+                Box::pin(by(deadline, elsewhere(main.settings(), other, req)))
+            }
+            Transport::Http2 {
+                pools, settings, ..
+            } => {
                 let sent = self.http2(pools, settings).request(req);
                 Box::pin(by(deadline, async move {
                     Ok(sent.await?.map(ReplyBody::plain))
                 }))
+            }
+        }
+    }
+
+    /// Sends `req` to the replica's metrics endpoint (another port of its
+    /// host, or its own for an HTTP/1 replica) over HTTP/1.1 whatever the
+    /// replica speaks: Triton serves its metrics over HTTP/1.1 only, also
+    /// when its inference port is gRPC.
+    pub(super) fn request_metrics(&self, req: Request<Body>) -> Exchange<'_> {
+        match &self.transport {
+            Transport::Http1 { .. } => self.request(req, None),
+            Transport::Http2 {
+                settings, metrics, ..
+            } => {
+                let settings = Http1Settings {
+                    connector: settings.connector.clone(),
+                    max_idle: settings.max_idle,
+                    idle_timeout: settings.idle_timeout,
+                };
+                Box::pin(elsewhere(settings, metrics, req))
             }
         }
     }
@@ -329,17 +353,19 @@ enum Transport {
     /// worker thread (and one for every other thread; see
     /// [`crate::worker::current`]), made on first use. One connection
     /// carries many requests at once; each request still picks its
-    /// replica.
+    /// replica. `metrics` is the HTTP/1 client of its metrics endpoint,
+    /// made on first use.
     Http2 {
         pools: Box<[OnceLock<Client<Connector, Body>>]>,
         settings: PoolSettings,
+        metrics: OnceLock<Box<Http1>>,
     },
 }
 
 impl Transport {
     fn new(backend: &Backend, base: &Uri) -> Transport {
-        if backend.protocol() == Protocol::Grpc {
-            return Transport::Http2 {
+        match backend.protocol() {
+            Protocol::Grpc => Transport::Http2 {
                 pools: (0..=ServerConfig::MAX_WORKERS)
                     .map(|_| OnceLock::new())
                     .collect(),
@@ -348,16 +374,17 @@ impl Transport {
                     idle_timeout: backend.pool_idle_timeout,
                     max_idle: backend.pool_max_idle_per_host,
                 },
-            };
-        }
-        Transport::Http1 {
-            main: Http1::new(
-                base,
-                connector(backend),
-                backend.pool_max_idle_per_host,
-                backend.pool_idle_timeout,
-            ),
-            other: OnceLock::new(),
+                metrics: OnceLock::new(),
+            },
+            Protocol::Http => Transport::Http1 {
+                main: Http1::new(
+                    base,
+                    connector(backend),
+                    backend.pool_max_idle_per_host,
+                    backend.pool_idle_timeout,
+                ),
+                other: OnceLock::new(),
+            },
         }
     }
 }
@@ -379,16 +406,16 @@ where
 /// An HTTP/1 request to another destination than the replica's own (its
 /// metrics port), through a second client made on first use.
 async fn elsewhere(
-    main: &Http1,
+    settings: Http1Settings,
     other: &OnceLock<Box<Http1>>,
     req: Request<Body>,
 ) -> Result<Response<ReplyBody>, SendError> {
     let other = other.get_or_init(|| {
         Box::new(Http1::new(
             req.uri(),
-            main.connector(),
-            main.max_idle(),
-            main.idle_timeout(),
+            settings.connector.clone(),
+            settings.max_idle,
+            settings.idle_timeout,
         ))
     });
     if other.serves(req.uri()) {
@@ -396,7 +423,7 @@ async fn elsewhere(
     }
     // A third destination (never asked for today): a client of its own,
     // not kept.
-    let once = Http1::new(req.uri(), main.connector(), 0, main.idle_timeout());
+    let once = Http1::new(req.uri(), settings.connector, 0, settings.idle_timeout);
     once.send(req, None).await
 }
 

@@ -1,6 +1,8 @@
 //! Reading each replica's queue from its own metrics (`metrics_url`):
 //! every `metrics_interval`, `GET` of the replica's Prometheus endpoint
-//! (within `metrics_timeout`, at most [`MAX_METRICS_BYTES`]), and from
+//! over HTTP/1.1 whatever the replica speaks (Triton's metrics port has
+//! no HTTP/2, also when its inference is gRPC), within `metrics_timeout`
+//! and at most [`MAX_METRICS_BYTES`], and from
 //! Triton's series per model — `nv_inference_pending_request_count` (the
 //! requests waiting now), `nv_inference_queue_duration_us` and
 //! `nv_inference_compute_infer_duration_us` (cumulative) — how many
@@ -201,7 +203,7 @@ async fn fetch(r: &Replica, url: http::Uri, timeout: std::time::Duration) -> Opt
     }
     *req.uri_mut() = url;
     let exchange = async {
-        let resp = r.request(req, None).await.ok()?;
+        let resp = r.request_metrics(req).await.ok()?;
         if !resp.status().is_success() {
             return None;
         }

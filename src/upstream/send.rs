@@ -73,7 +73,11 @@ impl Upstream {
         // without counting against the replica.
         let client_first = out.deadline.filter(|at| *at < own);
         let deadline = client_first.unwrap_or(own);
-        let grpc = backend.protocol() == Protocol::Grpc;
+        // A gRPC backend is told the time the client left it.
+        let grpc = match backend.protocol() {
+            Protocol::Grpc => true,
+            Protocol::Http => false,
+        };
         let replayable = out.body.replayable();
         let mut end = out.body.take_end();
         let tracked = out.model.as_deref().and_then(|m| self.inner.models.get(m));

@@ -1,6 +1,7 @@
 //! Processes the multi-gateway tests start on loopback: gateway processes
 //! of the binary under test, each with its own configuration file, and
-//! whatever server a test needs (Redis). Every process is killed when its
+//! whatever server a test needs (Redis). Includers also declare
+//! `mod common`. Every process is killed when its
 //! handle is dropped, so a failing test leaves nothing running.
 #![allow(dead_code)]
 
@@ -127,6 +128,46 @@ impl GatewayProc {
         );
         g
     }
+}
+
+/// `redis-server` (or `TENSORGATE_REDIS_SERVER`), or `None` (SKIPPED)
+/// when there is none; under `CI` a missing one fails.
+pub fn redis_server() -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os("TENSORGATE_REDIS_SERVER") {
+        return Some(PathBuf::from(p));
+    }
+    let found = std::env::var_os("PATH").and_then(|path| {
+        std::env::split_paths(&path)
+            .map(|d| d.join("redis-server"))
+            .find(|p| p.is_file())
+    });
+    if found.is_none() {
+        if std::env::var_os("CI").is_some() {
+            panic!("no redis-server and CI is set: scripts/setup.sh installs it");
+        }
+        crate::common::skipped("no redis-server on PATH (scripts/setup.sh installs it)");
+    }
+    found
+}
+
+/// A Redis on 127.0.0.1:`port`, nothing saved to disk.
+pub fn start_redis(bin: &Path, dir: &Path, port: u16) -> Proc {
+    let mut cmd = Command::new(bin);
+    cmd.args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+        .args(["--save", "", "--appendonly", "no"])
+        .arg("--dir")
+        .arg(dir);
+    let p = Proc::spawn(
+        cmd,
+        dir.join(format!("redis-{}.log", Instant::now().elapsed().as_nanos())),
+    );
+    let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+    assert!(
+        wait_listening(addr, Duration::from_secs(10)),
+        "redis did not start:\n{}",
+        p.tail()
+    );
+    p
 }
 
 /// A fresh directory under the target's temporary folder.

@@ -41,8 +41,7 @@ pub fn parse(text: &str) -> Stage1 {
     let mut tree = match text.parse::<toml::Table>() {
         Ok(table) => Value::Table(table),
         Err(e) => {
-            let message = format!("invalid TOML: {}", e.to_string().trim());
-            out.errors.push(ConfigError::new("", message));
+            out.errors.push(ConfigError::new("", syntax(text, &e)));
             return out;
         }
     };
@@ -71,6 +70,27 @@ pub fn parse(text: &str) -> Stage1 {
         format!("stopped after {MAX_ERRORS} errors"),
     ));
     out
+}
+
+/// A TOML syntax error, placed by line and column but without the line
+/// itself: toml's own message quotes it, and the line may be the store's
+/// URL with its password or a header with a token.
+fn syntax(text: &str, e: &toml::de::Error) -> String {
+    let what = e.message().trim();
+    let Some(at) = e.span().map(|s| s.start.min(text.len())) else {
+        return format!("invalid TOML: {what}");
+    };
+    let before = &text.as_bytes()[..at];
+    let line = before.iter().filter(|&&b| b == b'\n').count() + 1;
+    let line_start = before
+        .iter()
+        .rposition(|&b| b == b'\n')
+        .map_or(0, |i| i + 1);
+    let column = String::from_utf8_lossy(&before[line_start..])
+        .chars()
+        .count()
+        + 1;
+    format!("invalid TOML at line {line}, column {column}: {what}")
 }
 
 impl Stage1 {

@@ -8,6 +8,7 @@ mod frontends;
 mod keys;
 mod replicas;
 mod scale;
+mod secrets;
 mod tls;
 mod tracing;
 

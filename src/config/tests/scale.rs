@@ -41,7 +41,7 @@ fn store_problems_have_their_keys() {
             route("")
         ),
         &[
-            "rate_limit_store.url: redis://***@ is not a redis://HOST:PORT or rediss://HOST:PORT URL",
+            "rate_limit_store.url: not a redis://HOST:PORT or rediss://HOST:PORT URL (not shown: it may hold a password)",
         ],
     );
     check(

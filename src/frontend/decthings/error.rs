@@ -6,7 +6,7 @@
 
 use crate::codec::decthings::rpc::RpcError;
 use crate::codec::decthings::{DecodeError, EncodeError};
-use crate::error::{Class, Classify, TensorLabel, Violated};
+use crate::error::{Class, Classified, Classify, TensorLabel};
 use crate::tensor::Shape;
 
 /// What the Decthings frontend itself refuses or cannot answer.
@@ -88,32 +88,26 @@ pub enum InputProblem {
 }
 
 impl Classify for DecthingsError {
-    fn class(&self) -> Class {
+    fn classify(&self) -> Classified {
         match self {
-            DecthingsError::Request(_) => Class::Malformed,
-            DecthingsError::Input { input, .. } => Class::BadTensor {
-                tensor: input.clone(),
-            },
-            DecthingsError::Output(_) => Class::BadOutput {
-                backend_fault: false,
-            },
-        }
-    }
-
-    fn violated(&self) -> Option<Violated> {
-        match self {
-            DecthingsError::Input {
-                input,
-                problem:
+            DecthingsError::Request(_) => Class::Malformed.into(),
+            DecthingsError::Input { input, problem, .. } => {
+                let class = Class::BadTensor {
+                    tensor: input.clone(),
+                };
+                match problem {
                     InputProblem::TooLarge { .. }
                     | InputProblem::TooManyDims { .. }
-                    | InputProblem::TooManyElements { .. },
-                ..
-            } => Some(Violated {
-                tensor: TensorLabel::Named(input.clone()),
-                rule: "limit",
-            }),
-            _ => None,
+                    | InputProblem::TooManyElements { .. } => {
+                        class.violating(TensorLabel::Named(input.clone()), "limit")
+                    }
+                    _ => class.into(),
+                }
+            }
+            DecthingsError::Output(_) => Class::BadOutput {
+                backend_fault: false,
+            }
+            .into(),
         }
     }
 }

@@ -32,7 +32,7 @@ use crate::config::{Config, Route};
 use crate::error::Error;
 use crate::http::body::{Body, ChunksBody};
 use crate::http::headers::trace_headers;
-use crate::infer::backend::{self, Sent};
+use crate::infer::call::InferCall;
 use crate::infer::route::{self, RouteError};
 use crate::infer::{InferRequest, ModelRef};
 use crate::metrics::Kind;
@@ -83,18 +83,11 @@ impl Frontend for Evaluate {
             version: parsed.snapshot_id,
         };
         let inputs = request::to_inputs(route, parsed.params)?;
-        let infer = InferRequest::new(model.clone(), inputs);
-        let prepared = backend::prepare(exchange, infer, started).await?;
+        let infer = InferRequest::new(model, inputs);
         let sent_at = Instant::now();
-        let reply = match prepared
-            .send(exchange, trace_headers(&head.headers))
-            .await?
-        {
-            Sent::Failed(resp) => {
-                return Err(backend::refusal(exchange, &model, resp).await.into());
-            }
-            Sent::Reply(reply) => reply,
-        };
+        let reply = InferCall::new(exchange, trace_headers(&head.headers), started)
+            .reply(infer)
+            .await?;
         let head = reply.head(exchange).await?;
         if stream::streamable(route, &head.doc) {
             // Every output's size is in the header: the reply streams as the

@@ -40,6 +40,7 @@ pub fn render(e: &Error, obs: &Observation) -> Response<Body> {
     let body = match class {
         Class::Malformed
         | Class::MethodNotAllowed
+        | Class::Unsupported
         | Class::UnsupportedEncoding
         | Class::UnsupportedMediaType
         | Class::NotAcceptable => return bad_request(class.status(), &message),

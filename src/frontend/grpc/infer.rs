@@ -17,7 +17,7 @@ use crate::error::Error;
 use crate::frontend::{Call, Target};
 use crate::http::body::Body;
 use crate::http::headers::trace_headers;
-use crate::infer::backend::{self, Sent};
+use crate::infer::call::InferCall;
 use crate::infer::checks::{check_request, doc_limits, grpc_caps};
 use crate::infer::route::{self, RouteError};
 use crate::infer::{InferRequest, ModelRef, TensorData};
@@ -70,17 +70,10 @@ pub async fn serve(call: Call<'_>) -> Result<Response<Body>, Error> {
         header: v2.header,
         data,
     };
-    let prepared = backend::prepare(exchange, req, started).await?;
-    let reply = match prepared
-        .send(exchange, trace_headers(&head.headers))
-        .await?
-    {
-        Sent::Failed(resp) => return Err(backend::refusal(exchange, &model, resp).await.into()),
-        Sent::Reply(reply) => reply,
-    };
-    let (_, reply) = reply.head(exchange).await?.collect(exchange).await?;
+    let reply = InferCall::new(exchange, trace_headers(&head.headers), started)
+        .collect(req)
+        .await?;
     let converting = Instant::now();
-    obs.elements(Direction::Response, reply.element_count());
     let data: Vec<Vec<Bytes>> = reply.data.iter().map(|d| d.pieces().to_vec()).collect();
     let pieces = grpc::encode_response(&reply.header, &data).map_err(GrpcError::from)?;
     let framed = frame::encode(pieces).map_err(|e| GrpcError::Translate {

@@ -12,7 +12,7 @@ use crate::codec::grpc::budget::{self, BudgetError, Caps, Schema};
 use crate::codec::grpc::status::Code;
 use crate::codec::grpc::{self, FrameDecoder, FrameError, FrameLimits};
 use crate::config::Route;
-use crate::error::{Class, Classify, Error, TensorLabel, Violated};
+use crate::error::{Class, Classified, Classify, Error, Origin, TensorLabel};
 use crate::http::client_body::ClientBody;
 
 /// What the gRPC frontend itself refuses.
@@ -52,41 +52,32 @@ pub enum GrpcError {
 }
 
 impl Classify for GrpcError {
-    fn class(&self) -> Class {
+    fn classify(&self) -> Classified {
+        let limit = |class: Class| class.violating(TensorLabel::Request, "limit");
         match self {
-            GrpcError::Frame(FrameError::TooLarge { .. }) => Class::TooLarge,
-            GrpcError::Budget(e) if !e.is_malformed() => Class::TooLarge,
+            GrpcError::Frame(FrameError::TooLarge { .. }) => limit(Class::TooLarge),
+            GrpcError::Budget(e) if e.is_malformed() => Class::Malformed.into(),
+            GrpcError::Budget(_) => limit(Class::TooLarge),
             GrpcError::Frame(FrameError::CompressedWithoutEncoding) | GrpcError::Encoding(_) => {
-                Class::UnsupportedEncoding
+                Class::UnsupportedEncoding.into()
             }
             GrpcError::Convert(grpc::InferError::Tensor { subject, .. }) => Class::BadTensor {
                 tensor: subject.name.clone().unwrap_or_default(),
-            },
+            }
+            .into(),
             GrpcError::UnknownMethod(_) | GrpcError::Unimplemented(..) | GrpcError::NotGrpc => {
-                Class::MethodNotAllowed
+                Class::MethodNotAllowed.into()
             }
             GrpcError::Translate { .. } => Class::BadOutput {
                 backend_fault: true,
-            },
-            GrpcError::Backend { code, message } => Class::Refused {
-                status: http::StatusCode::from_u16(code.http())
-                    .unwrap_or(http::StatusCode::INTERNAL_SERVER_ERROR),
-                message: message.clone(),
-            },
-            _ => Class::Malformed,
-        }
-    }
-
-    fn violated(&self) -> Option<Violated> {
-        match self {
-            GrpcError::Budget(e) if e.is_malformed() => None,
-            GrpcError::Frame(FrameError::TooLarge { .. }) | GrpcError::Budget(_) => {
-                Some(Violated {
-                    tensor: TensorLabel::Request,
-                    rule: "limit",
-                })
             }
-            _ => None,
+            .into(),
+            GrpcError::Backend { code, message } => Class::Refused {
+                origin: Origin::Grpc(*code),
+                message: message.clone(),
+            }
+            .into(),
+            _ => Class::Malformed.into(),
         }
     }
 }

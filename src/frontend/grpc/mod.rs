@@ -278,11 +278,8 @@ impl Frontend for Rpc {
     }
 
     fn render(&self, e: &Error, obs: &Observation) -> Response<Body> {
-        // A gRPC backend's own status passes as it is.
-        let code = match e.downcast_ref::<GrpcError>() {
-            Some(GrpcError::Backend { code, .. }) => *code,
-            _ => code_of(&e.class()),
-        };
+        // A gRPC backend's own status passes as it is (its class keeps it).
+        let code = code_of(&e.class());
         obs.set_status(code.http());
         status::status_only(code, &e.to_string())
     }

@@ -33,6 +33,7 @@ pub fn code_of(class: &Class) -> Code {
     match class {
         Class::Malformed | Class::BadTensor { .. } | Class::BodyBroken => Code::InvalidArgument,
         Class::MethodNotAllowed
+        | Class::Unsupported
         | Class::UnsupportedEncoding
         | Class::UnsupportedMediaType
         | Class::NotAcceptable => Code::Unimplemented,
@@ -47,7 +48,7 @@ pub fn code_of(class: &Class) -> Code {
             UpstreamKind::Invalid => Code::Internal,
             _ => Code::Unavailable,
         },
-        Class::Refused { status, .. } => Code::from_http(status.as_u16()),
+        Class::Refused { origin, .. } => origin.code(),
         Class::BadOutput { .. } | Class::Internal => Code::Internal,
     }
 }
@@ -172,11 +173,22 @@ mod tests {
         };
         assert_eq!(code_of(&timeout), Code::DeadlineExceeded);
         assert_eq!(code_of(&Class::TooLarge), Code::ResourceExhausted);
-        let refused = Class::Refused {
-            status: StatusCode::BAD_REQUEST,
+        let refused = |origin| Class::Refused {
+            origin,
             message: "unexpected shape".into(),
         };
-        assert_eq!(code_of(&refused), Code::InvalidArgument);
+        let http = crate::error::Origin::Http(StatusCode::BAD_REQUEST);
+        assert_eq!(code_of(&refused(http)), Code::InvalidArgument);
+        // A gRPC backend's own code passes as it is.
+        for code in [
+            Code::FailedPrecondition,
+            Code::OutOfRange,
+            Code::AlreadyExists,
+            Code::Cancelled,
+        ] {
+            let grpc = crate::error::Origin::Grpc(code);
+            assert_eq!(code_of(&refused(grpc)), code);
+        }
         assert_eq!(Code::InvalidArgument.http(), 400);
     }
 

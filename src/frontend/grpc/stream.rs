@@ -43,13 +43,14 @@ use super::status::{self, Code, code_of};
 use crate::codec::grpc::proto::inference::ModelInferRequest;
 use crate::codec::grpc::proto::inference::infer_parameter::ParameterChoice;
 use crate::codec::grpc::{self, FrameDecoder, budget, frame};
-use crate::config::{Protocol, Route};
+use crate::config::Route;
 use crate::error::{DeadlineExceeded, Error};
 use crate::frontend::{Call, Services, Target};
 use crate::http::body::{Body, BoxError};
 use crate::http::client_body::ClientBody;
 use crate::http::headers::trace_headers;
-use crate::infer::backend::{self, Sent};
+use crate::infer::backend::{self, Streams};
+use crate::infer::call::{self, InferCall};
 use crate::infer::checks::{check_request, doc_limits, grpc_caps};
 use crate::infer::route::{self, RouteError};
 use crate::infer::{Exchange, InferRequest, ModelRef, TensorData};
@@ -106,21 +107,20 @@ pub async fn serve(call: Call<'_>) -> Result<Response<Body>, Error> {
     let reader = Reader { body, frames };
     let deadline = obs.deadline();
     let (out, obs) = (tx.clone(), obs.clone());
-    if stream.upstream.backend.protocol() == Protocol::Grpc {
-        tokio::spawn(within(
+    match backend::streams(&stream.upstream) {
+        Streams::AsItCame => tokio::spawn(within(
             deadline,
             out,
             obs,
             through_grpc(stream, first, reader, tx),
-        ));
-    } else {
-        tokio::spawn(within(
+        )),
+        Streams::PerRequest => tokio::spawn(within(
             deadline,
             out,
             obs,
             through_http(stream, first, reader, tx),
-        ));
-    }
+        )),
+    };
     let mut resp = Response::new(http_body_util::BodyExt::boxed_unsync(Frames(rx)));
     resp.headers_mut().insert(
         header::CONTENT_TYPE,
@@ -240,8 +240,8 @@ impl Stream {
 /// Takes one message as a request of its own, observed by `obs`: bound
 /// to the route its model names with its caller checked and a token
 /// taken, held to that route's body limit and caps, decoded, its tensors
-/// checked against the route's rules and its elements charged. Its
-/// exchange and the request.
+/// checked against the route's rules. Its exchange and the request (its
+/// elements are charged by its call, or where it is forwarded).
 async fn take<'a>(
     stream: &'a Stream,
     obs: &'a Observation,
@@ -255,9 +255,6 @@ async fn take<'a>(
         .await?;
     message::within_route(route, &message)?;
     let c = checked(route, message)?;
-    let elements = c.req.element_count();
-    obs.charge_elements(elements).await?;
-    obs.elements(Direction::Request, elements);
     Ok((exchange, c))
 }
 
@@ -354,7 +351,7 @@ async fn through_http(stream: Stream, first: Bytes, mut reader: Reader, tx: Out)
 
 /// Whether `e` is the backend refusing with `status`.
 fn refused_with(e: &Error, status: StatusCode) -> bool {
-    matches!(e.class(), crate::error::Class::Refused { status: s, .. } if s == status)
+    matches!(e.class(), crate::error::Class::Refused { origin, .. } if origin.status() == status)
 }
 
 /// One request of the stream through the core to an HTTP backend, on
@@ -366,20 +363,13 @@ async fn infer_http(
     started: Instant,
 ) -> Result<Vec<Bytes>, Error> {
     let Checked { req, says_final } = c;
-    let model = req.model.clone();
-    let prepared = backend::prepare(exchange, req, started).await?;
-    let reply = match prepared.send(exchange, stream.headers.clone()).await? {
-        Sent::Failed(resp) => return Err(backend::refusal(exchange, &model, resp).await.into()),
-        Sent::Reply(reply) => reply,
-    };
-    let (_, mut reply) = reply.head(exchange).await?.collect(exchange).await?;
+    let mut reply = InferCall::new(exchange, stream.headers.clone(), started)
+        .collect(req)
+        .await?;
     if says_final {
         // One infer, one response: always the request's last.
         mark_final(&mut reply.header);
     }
-    exchange
-        .obs
-        .elements(Direction::Response, reply.element_count());
     let data: Vec<Vec<Bytes>> = reply.data.iter().map(|d| d.pieces().to_vec()).collect();
     Ok(grpc::encode_stream_response(&reply.header, &data).map_err(GrpcError::from)?)
 }
@@ -454,7 +444,15 @@ async fn forward_requests(
     while let Some(message) = next {
         let obs = stream.next_message_obs();
         let passed = match take(stream, &obs, message.clone()).await {
-            Ok((exchange, _)) => same_route(stream, exchange.route),
+            Ok((exchange, c)) => match same_route(stream, exchange.route) {
+                // Forwarded as it came, so charged and counted here.
+                Ok(()) => {
+                    let elements = c.req.element_count();
+                    obs.elements(Direction::Request, elements);
+                    call::charge(&obs, elements).await.map_err(Error::from)
+                }
+                Err(e) => Err(e),
+            },
             Err(e) => Err(e),
         };
         match passed {

@@ -14,7 +14,7 @@ use http::{Response, StatusCode};
 use serde_json::json;
 
 use crate::codec::sagemaker::{ConfigError, MediaError, RecordError, ReplyError};
-use crate::error::{Class, Classify, Credentials, Error, UpstreamKind};
+use crate::error::{Class, Classified, Classify, Credentials, Error, UpstreamKind};
 use crate::http::body::{Body, json_response};
 
 /// What the SageMaker frontend itself refuses.
@@ -47,8 +47,8 @@ pub enum SageMakerError {
 }
 
 impl Classify for SageMakerError {
-    fn class(&self) -> Class {
-        match self {
+    fn classify(&self) -> Classified {
+        let class = match self {
             SageMakerError::Record(
                 RecordError::BodyTooLarge { .. } | RecordError::DenseTooLarge { .. },
             ) => Class::TooLarge,
@@ -58,7 +58,8 @@ impl Classify for SageMakerError {
                 backend_fault: false,
             },
             _ => Class::Malformed,
-        }
+        };
+        class.into()
     }
 }
 
@@ -69,12 +70,12 @@ pub fn render_aws(e: &Error) -> Response<Body> {
     let message = e.to_string();
     let class = e.class();
     let (status, kind, body) = match &class {
-        Class::Refused { status, message: m } => (
+        Class::Refused { origin, message: m } => (
             StatusCode::FAILED_DEPENDENCY,
             "ModelError",
             json!({
-                "message": format!("Received client error ({}) from model with message \"{m}\"", status.as_u16()),
-                "OriginalStatusCode": status.as_u16(),
+                "message": format!("Received client error ({}) from model with message \"{m}\"", origin.status().as_u16()),
+                "OriginalStatusCode": origin.status().as_u16(),
                 "OriginalMessage": m,
                 "LogStreamArn": "",
             }),

@@ -19,13 +19,12 @@ use crate::codec::v2::{EntryData, TensorEntry};
 use crate::config::Route;
 use crate::error::Error;
 use crate::http::client_body::ClientBody;
-use crate::infer::backend::{self, Sent};
+use crate::infer::call::{self, InferCall};
 use crate::infer::checks::check_request;
 use crate::infer::metadata::MetadataCache;
 use crate::infer::route::RouteError;
 use crate::infer::shadow::Mirror;
 use crate::infer::{Exchange, InferReply, InferRequest, ModelRef, TensorData};
-use crate::observe::Direction;
 use crate::observe::Observation;
 use crate::upstream::Upstream;
 use std::time::Instant;
@@ -120,9 +119,6 @@ impl Pipeline {
                 what: format!("a batch task ended: {e}"),
             })??;
             write_reply(&self.job.route, &mut self.writer, records, &reply, &mut out)?;
-            self.job
-                .obs
-                .elements(Direction::Response, reply.element_count());
         } else if !self.closed {
             self.closed = true;
             self.writer.close(&mut out);
@@ -169,7 +165,7 @@ impl Pipeline {
         let req = request(&job, batch);
         check_request(&job.route, &req.header)?;
         let elements = req.element_count();
-        job.obs.charge_elements(elements).await?;
+        call::charge(&job.obs, elements).await?;
         self.in_flight.push_back(tokio::spawn(async move {
             let reply = run_batch(&job, req, elements, started).await?;
             Ok((records, reply))
@@ -217,15 +213,11 @@ async fn run_batch(
     charged: u64,
     started: Instant,
 ) -> Result<InferReply, Error> {
-    let exchange = job.exchange();
-    let prepared = backend::prepare_charged(exchange, req, started, charged).await?;
-    match prepared.send(exchange, job.headers.clone()).await? {
-        Sent::Failed(resp) => Err(backend::refusal(exchange, &job.model, resp).await.into()),
-        Sent::Reply(reply) => {
-            let (_, reply) = reply.head(exchange).await?.collect(exchange).await?;
-            Ok(reply)
-        }
-    }
+    let reply = InferCall::new(job.exchange(), job.headers.clone(), started)
+        .charged(charged)
+        .collect(req)
+        .await?;
+    Ok(reply)
 }
 
 /// Writes one batch's records: the outputs the route selects (all, in the

@@ -92,9 +92,10 @@ pub async fn input(exchange: Exchange<'_>, model: &ModelRef) -> Result<InputSpec
     let (name, dtype) = match (&sm.input, sm.datatype) {
         (Some(name), Some(dtype)) => (name.clone(), dtype),
         (configured, dtype) => {
+            let fetch = crate::infer::backend::metadata(exchange.upstream, model);
             let meta = exchange
                 .metadata
-                .get(exchange.upstream, model)
+                .get(model, fetch)
                 .await
                 .map_err(|e| -> Error {
                     match e {

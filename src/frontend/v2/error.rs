@@ -10,7 +10,7 @@ use http::{HeaderValue, Response, header};
 use crate::codec::v2::DocError;
 use crate::codec::v2::framing::FramingError;
 use crate::codec::v2::json_write::WriteError;
-use crate::error::{Class, Classify, Error, TensorLabel, Violated};
+use crate::error::{Class, Classified, Classify, Error, TensorLabel};
 use crate::http::body::{Body, error_body, json_response};
 
 /// The challenge of a 401.
@@ -42,51 +42,43 @@ pub enum V2Error {
 }
 
 impl Classify for V2Error {
-    fn class(&self) -> Class {
+    fn classify(&self) -> Classified {
         match self {
             V2Error::Document {
                 source: DocError::MemberTooLarge { .. },
                 ..
             }
-            | V2Error::HeaderTooLarge { .. } => Class::TooLarge,
+            | V2Error::HeaderTooLarge { .. } => {
+                Class::TooLarge.violating(TensorLabel::Request, "limit")
+            }
+            // Past the values a document may hold outside tensor data:
+            // malformed for the client (400, as Triton refuses a document
+            // it cannot parse), a limit for the metrics.
+            V2Error::Document {
+                source: DocError::TooManyValues { .. },
+                ..
+            } => Class::Malformed.violating(TensorLabel::Request, "limit"),
             V2Error::Document {
                 source:
                     DocError::TooManyDims { subject, .. }
                     | DocError::TooManyElements { subject, .. }
                     | DocError::ShapeTooLong { subject, .. },
                 ..
-            } => Class::BadTensor {
-                tensor: subject.name.clone().unwrap_or_default(),
-            },
+            } => {
+                let tensor = subject.name.clone().unwrap_or_default();
+                Class::BadTensor {
+                    tensor: tensor.clone(),
+                }
+                .violating(TensorLabel::Named(tensor), "limit")
+            }
             V2Error::Document { .. } | V2Error::Framing { .. } | V2Error::BadBytes { .. } => {
-                Class::Malformed
+                Class::Malformed.into()
             }
             V2Error::OutputNotJson { output, .. } => Class::BadTensor {
                 tensor: output.clone(),
-            },
+            }
+            .into(),
         }
-    }
-
-    fn violated(&self) -> Option<Violated> {
-        let tensor = match self {
-            V2Error::HeaderTooLarge { .. }
-            | V2Error::Document {
-                source: DocError::MemberTooLarge { .. } | DocError::TooManyValues { .. },
-                ..
-            } => TensorLabel::Request,
-            V2Error::Document {
-                source:
-                    DocError::TooManyDims { subject, .. }
-                    | DocError::TooManyElements { subject, .. }
-                    | DocError::ShapeTooLong { subject, .. },
-                ..
-            } => TensorLabel::Named(subject.name.clone().unwrap_or_default()),
-            _ => return None,
-        };
-        Some(Violated {
-            tensor,
-            rule: "limit",
-        })
     }
 }
 

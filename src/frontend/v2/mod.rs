@@ -7,7 +7,6 @@
 //! streaming JSON as the backend's bytes arrive where it can.
 
 mod error;
-mod grpc_backend;
 mod json_stream;
 mod passthrough;
 mod read;
@@ -34,7 +33,7 @@ use crate::error::Error;
 use crate::http::body::Body;
 use crate::http::encoding::negotiate;
 use crate::http::headers::strip_hop_by_hop;
-use crate::infer::backend::EarlySend;
+use crate::infer::call::InferCall;
 use crate::infer::route::{self, RouteError};
 use crate::infer::{InferError, InferRequest, ModelRef, backend, raw_input};
 use crate::metrics::Kind;
@@ -96,7 +95,8 @@ impl Frontend for Infer {
                         violation,
                     })?;
                 raw_input::check(exchange, &model, raw.len() as u64).await?;
-                let sent = backend::send_raw(exchange, &model, raw, headers).await?;
+                let call = InferCall::new(exchange, headers, started);
+                let sent = call.send_raw(&model, raw).await?;
                 let wanted = Wanted {
                     outputs: OutputSelection::all_binary(),
                     coding,
@@ -113,9 +113,9 @@ impl Frontend for Infer {
             header,
             data,
         };
-        let charged = early.as_ref().map_or(0, EarlySend::charged);
-        let prepared = backend::prepare_charged(exchange, req, started, charged).await?;
-        let sent = prepared.send_after(exchange, headers, early).await?;
+        let sent = InferCall::new(exchange, headers, started)
+            .send(req, early)
+            .await?;
         let wanted = Wanted {
             outputs,
             coding,

@@ -51,8 +51,10 @@ pub async fn render(
     wanted: &Wanted,
 ) -> Result<Response<Body>, Error> {
     let reply = match sent {
-        Sent::Failed(resp) => {
-            let (mut parts, body) = resp.into_parts();
+        // The backend's refusal, as it came (a gRPC backend's as the
+        // status its code stands for).
+        Sent::Failed(refusal) => {
+            let (mut parts, body) = refusal.resp.into_parts();
             strip_hop_by_hop(&mut parts.headers);
             return Ok(Response::from_parts(parts, body.boxed_unsync()));
         }

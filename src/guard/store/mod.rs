@@ -6,11 +6,18 @@
 //! checks and takes from every bucket of the request at once. Each worker
 //! thread has its own multiplexed connection (made on first use, driven by
 //! that worker's runtime), which pipelines the worker's concurrent
-//! decisions and reconnects by itself. A decision waits at most
-//! `timeout`; one that fails or times out takes the store as *down*:
-//! from then on decisions are made by `on_store_error` without asking it,
-//! until a probe (every `probe_interval`, in [`watch`]) gets an answer on
-//! every connection; each change is logged once and shown in
+//! decisions; a connection that closed is made again on the next decision.
+//! What a reply may be is bounded before redis-rs parses it ([`resp`],
+//! [`link`]): a server (or whoever speaks for it on a `redis://`
+//! connection, which is clear text) cannot make the gateway allocate
+//! without end. A decision waits at most `timeout`; one that fails or
+//! times out takes the store as *down* and drops every connection: from
+//! then on decisions are made by `on_store_error` without asking it, until
+//! a probe (every `probe_interval`, the first a whole interval after the
+//! failure, in [`watch`]) gets answers on a new connection, to the
+//! announcement and to the decision that failed, asked again taking
+//! nothing (a Redis that answers `PING` but fails the script stays down);
+//! each change is logged once and shown in
 //! `tensorgate_rate_limit_store_up`. The probe also announces the gateway
 //! ([`script::ANNOUNCE`]), which tells every gateway how many share the
 //! store (what `local` divides limits by).
@@ -18,14 +25,16 @@
 //! Never holds a lock across an await; never logs the store's password.
 //! Errors never reach a client: the policy decides instead.
 
+mod link;
+mod resp;
 mod script;
 mod watch;
 
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+use redis::IntoConnectionInfo;
 use tokio::sync::Notify;
 use tokio::task::AbortHandle;
 
@@ -74,14 +83,21 @@ pub struct Ask<'a> {
     pub rate: Rate,
 }
 
+/// A decision's buckets, kept to ask again.
+#[derive(Debug)]
+struct Replay {
+    keys: Vec<String>,
+    rates: Vec<Rate>,
+}
+
 /// The client to the shared store, shared by every route's limiter.
 #[derive(Debug)]
 pub struct Store {
     settings: RateLimitStore,
-    client: redis::Client,
+    dial: link::Dial,
     /// One connection per worker thread (and one for every other thread),
     /// as [`crate::worker::current`] numbers them.
-    conns: Box<[OnceLock<ConnectionManager>]>,
+    conns: Box<[link::Slot]>,
     decide: redis::Script,
     announce: redis::Script,
     /// Whether decisions go to the store.
@@ -91,7 +107,9 @@ pub struct Store {
     /// This gateway's name in the set of gateways.
     id: String,
     metrics: Option<StoreFamilies>,
-    /// Wakes the probe at once (when the store was just found down).
+    /// The decision that took the store down, for the probe to ask again.
+    failed_asks: Mutex<Option<Replay>>,
+    /// Restarts the probe's interval (when the store was just found down).
     wake: Arc<Notify>,
     task: Mutex<Option<AbortHandle>>,
 }
@@ -112,8 +130,12 @@ impl Store {
         settings: &RateLimitStore,
         metrics: Option<StoreFamilies>,
     ) -> Result<Arc<Store>, StoreError> {
-        let client = redis::Client::open(settings.url.secret())
+        let info = settings
+            .url
+            .secret()
+            .into_connection_info()
             .map_err(|e| StoreError::Failed(e.to_string()))?;
+        let dial = link::Dial::new(info)?;
         if let Some(m) = &metrics {
             m.init();
             m.up.set(1);
@@ -121,9 +143,9 @@ impl Store {
         }
         let store = Arc::new(Store {
             settings: settings.clone(),
-            client,
+            dial,
             conns: (0..=ServerConfig::MAX_WORKERS)
-                .map(|_| OnceLock::new())
+                .map(|_| link::Slot::default())
                 .collect(),
             decide: redis::Script::new(script::DECIDE),
             announce: redis::Script::new(script::ANNOUNCE),
@@ -131,6 +153,7 @@ impl Store {
             peers: AtomicU32::new(1),
             id: gateway_id(),
             metrics,
+            failed_asks: Mutex::new(None),
             wake: Arc::new(Notify::new()),
             task: Mutex::new(None),
         });
@@ -180,21 +203,47 @@ impl Store {
             invocation.arg(ask.rate.per_second).arg(ask.rate.burst);
         }
         let started = Instant::now();
-        let answer = match self.conn() {
-            Ok(mut conn) => {
-                let call = invocation.invoke_async::<(i64, i64)>(&mut conn);
-                self.within(call).await
-            }
-            Err(e) => Err(e),
-        };
+        let answer = self
+            .call(async |mut conn| invocation.invoke_async::<(i64, i64)>(&mut conn).await)
+            .await;
         if let Some(m) = &self.metrics {
             m.decisions.observe(started.elapsed().as_secs_f64());
         }
         let verdict = answer.and_then(|(i, wait)| verdict(i, wait, asks.len()));
         if let Err(e) = &verdict {
+            *self.lock_failed_asks() = Some(Replay {
+                keys: asks.iter().map(|a| a.key.to_owned()).collect(),
+                rates: asks.iter().map(|a| a.rate).collect(),
+            });
             self.failed(e);
         }
         verdict
+    }
+
+    /// Asks again, taking nothing, the decision that took the store down
+    /// (none: nothing to ask).
+    async fn ask_again(&self) -> Result<(), StoreError> {
+        let mut invocation = self.decide.prepare_invoke();
+        let asked = {
+            let failed = self.lock_failed_asks();
+            let Some(replay) = failed.as_ref() else {
+                return Ok(());
+            };
+            invocation.arg(0);
+            for (key, rate) in replay.keys.iter().zip(&replay.rates) {
+                invocation.key(key);
+                invocation.arg(rate.per_second).arg(rate.burst);
+            }
+            replay.keys.len()
+        };
+        let (i, wait) = self
+            .call(async |mut conn| invocation.invoke_async::<(i64, i64)>(&mut conn).await)
+            .await?;
+        verdict(i, wait, asked).map(|_| ())
+    }
+
+    fn lock_failed_asks(&self) -> std::sync::MutexGuard<'_, Option<Replay>> {
+        self.failed_asks.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// Counts a decision made by the policy.
@@ -213,38 +262,34 @@ impl Store {
         }
     }
 
-    /// The calling thread's connection, made on first use.
-    fn conn(&self) -> Result<ConnectionManager, StoreError> {
-        let slot = &self.conns[crate::worker::current() % self.conns.len()];
-        if let Some(c) = slot.get() {
-            return Ok(c.clone());
-        }
-        let timeout = self.settings.timeout;
-        let config = ConnectionManagerConfig::new()
-            .set_connection_timeout(Some(timeout))
-            .set_response_timeout(Some(timeout))
-            .set_number_of_retries(1)
-            .set_max_delay(self.settings.probe_interval);
-        let made = ConnectionManager::new_lazy_with_config(self.client.clone(), config)
-            .map_err(|e| StoreError::Failed(e.to_string()))?;
-        Ok(slot.get_or_init(|| made).clone())
-    }
-
-    /// `call` within the timeout.
-    async fn within<T>(
+    /// `f` on the calling thread's connection (made first when there is
+    /// none), all within the timeout. A connection whose call failed is
+    /// dropped: it may be stuck in a reply that never ends.
+    async fn call<T>(
         &self,
-        call: impl Future<Output = redis::RedisResult<T>>,
+        f: impl AsyncFnOnce(redis::aio::MultiplexedConnection) -> redis::RedisResult<T>,
     ) -> Result<T, StoreError> {
+        let slot = &self.conns[crate::worker::current() % self.conns.len()];
         let timeout = self.settings.timeout;
-        match tokio::time::timeout(timeout, call).await {
+        let mut held = None;
+        let call = async {
+            let link = slot.get(&self.dial).await?;
+            let conn = link.conn.clone();
+            held = Some(link);
+            f(conn).await.map_err(|e| failure(&e, timeout))
+        };
+        let answer = match tokio::time::timeout(timeout, call).await {
             Err(_) => Err(StoreError::Timeout(timeout)),
-            Ok(Err(e)) => Err(failure(&e, timeout)),
-            Ok(Ok(v)) => Ok(v),
+            Ok(answer) => answer,
+        };
+        if let (Err(_), Some(held)) = (&answer, &held) {
+            slot.forget(held);
         }
+        answer
     }
 
     /// A decision failed: counted, and the store taken as down (logged
-    /// when it was up).
+    /// when it was up) with every connection dropped.
     fn failed(&self, e: &StoreError) {
         if let Some(m) = &self.metrics {
             m.errors.with_label_values(&[e.kind()]).inc();
@@ -259,6 +304,9 @@ impl Store {
             if let Some(m) = &self.metrics {
                 m.up.set(0);
             }
+            for slot in &self.conns {
+                slot.clear();
+            }
             self.wake.notify_one();
         }
     }
@@ -266,6 +314,7 @@ impl Store {
     /// A probe got answers: decisions go to the store again (logged when
     /// it was down).
     fn recovered(&self) {
+        *self.lock_failed_asks() = None;
         if !self.up.swap(true, Ordering::Relaxed) {
             tracing::info!(
                 store = %self.settings.url,

@@ -17,7 +17,9 @@
 /// KEYS: the buckets. ARGV[1]: the cost; ARGV[2i], ARGV[2i+1]: bucket
 /// i's tokens per second and burst. Returns `{0, 0}` when taken, else
 /// `{i, wait}`: bucket i refused, with the microseconds until it would
-/// pass (-1: never, the cost is over its burst).
+/// pass (-1: never, the cost is over its burst). A cost of 0 reads every
+/// bucket and takes nothing, writes nothing: the probe asks so whether a
+/// decision that failed would work now.
 pub const DECIDE: &str = r"
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
@@ -40,6 +42,9 @@ for i, key in ipairs(KEYS) do
     return {i, math.ceil(over)}
   end
   after[i] = next
+end
+if cost == 0 then
+  return {0, 0}
 end
 for i, key in ipairs(KEYS) do
   local ttl = math.ceil((after[i] - now) / 1000) + 1

@@ -1,42 +1,173 @@
-//! The one client for V2 backends that every frontend uses: builds the
-//! backend request from an [`InferRequest`] in the route's wire format,
-//! sends it to `/v2/models/{model}[/versions/{v}]/infer` (the path comes
-//! from the request's [`ModelRef`], never from the
-//! client's path), and hands back the reply to be read ([`BackendReply`]).
+//! The backends the core calls: one implementation per backend protocol —
+//! V2 over HTTP ([`http`]), V2 over gRPC ([`grpc`]) — behind one interface,
+//! [`Wire`]. The core never compares protocols: it calls the functions of
+//! this module, which choose the implementation with one exhaustive
+//! `match` on the backend's protocol ([`wire!`]); a third protocol is a
+//! third implementation of [`Wire`], and the compiler names every call it
+//! has to answer.
+//!
+//! What a backend does for the core:
+//! - builds an infer request from the core's [`InferRequest`] in its
+//!   protocol, and says where it goes ([`build`], [`outgoing`]);
+//! - reads its answer into the core's form ([`answer`]): a reply in the V2
+//!   binary layout, read as it streams ([`BackendReply`]), or the backend's
+//!   refusal kept with where it came from ([`Refusal`]: an HTTP status or a
+//!   gRPC code, as it came);
+//! - answers the calls other than infer in neutral types ([`calls`](crate::infer::calls)),
+//!   and a model's metadata ([`metadata`]);
+//! - says whether a request may go while the client's is still read
+//!   ([`sends_early`]).
+//!
+//! The inference call that drives these is [`crate::infer::call`].
 
-mod early;
 mod grpc;
+mod http;
 mod reply;
 mod request;
 
 use std::time::Instant;
 
+use ::http::header::{self, HeaderName, HeaderValue};
+use ::http::{HeaderMap, Response};
 use bytes::Bytes;
-use http::header::{self, HeaderName, HeaderValue};
-use http::{HeaderMap, Response};
 
 pub use super::error::MalformedReply;
-pub use early::{Attempt, EarlySend};
 pub use grpc::unary;
 pub use reply::{BackendReply, ReplyFraming, ReplyHead, ReplyStream};
-pub use request::RequestBody;
+pub use request::{RequestBody, provisional_header};
 
 use super::InferError;
-use super::{Exchange, InferRequest, ModelRef};
+use super::calls::{Answer, Call};
+use super::metadata::{MetadataError, ModelMetadata};
+use super::{Exchange, ModelRef, TensorData};
+use crate::codec::v2::Document;
 use crate::codec::v2::framing::IHCL_HEADER;
 use crate::config::Protocol;
-use crate::config::WireFormat;
-use crate::cpu::{OFF_THREAD_BYTES, off_thread};
+use crate::error::{Error, Origin};
 use crate::http::body::{BoxError, ChunksBody};
 use crate::http::headers::lacks;
-use crate::observe::Direction;
 use crate::observe::Metered;
-use crate::upstream::{OutBody, Outgoing, UpstreamBody, UpstreamError};
+use crate::upstream::{OutBody, Outgoing, Upstream, UpstreamBody, UpstreamError};
 
 /// `Inference-Header-Content-Length` as a header name: looked up or set by
 /// its text, the name is parsed (31 bytes checked and lowercased) every
 /// time.
 pub const IHCL: HeaderName = HeaderName::from_static(IHCL_HEADER);
+
+/// One backend protocol's side of what the core asks of a backend.
+/// Implemented once per protocol; reached only through this module's
+/// functions.
+trait Wire {
+    /// The infer request for `model` in this protocol.
+    async fn build(
+        exchange: Exchange<'_>,
+        model: &ModelRef,
+        header: Document,
+        data: Vec<TensorData>,
+    ) -> Result<RequestBody, InferError>;
+
+    /// A raw binary request (`Inference-Header-Content-Length: 0`: the
+    /// body is the model's single input) in this protocol.
+    fn build_raw(exchange: Exchange<'_>, raw: Bytes) -> Result<RequestBody, InferError>;
+
+    /// The path of `model`'s infer call, and what its headers need.
+    fn target(model: &ModelRef, headers: &mut HeaderMap) -> String;
+
+    /// The answer to an infer request, its head in: a reply to read, or
+    /// the backend's refusal.
+    async fn answer(
+        exchange: Exchange<'_>,
+        parts: ::http::response::Parts,
+        body: Metered<UpstreamBody>,
+        deadline: Instant,
+    ) -> Result<Sent, InferError>;
+
+    /// Whether a request may go while the client's is still read.
+    fn sends_early() -> bool;
+
+    /// How it serves a gRPC stream of infer requests.
+    fn streams() -> Streams;
+
+    /// `model`'s metadata, from the backend.
+    async fn metadata(
+        upstream: &Upstream,
+        model: &ModelRef,
+    ) -> Result<ModelMetadata, MetadataError>;
+
+    /// A call other than infer: one in this protocol as it came, one in
+    /// the other for what it is ([`calls`]).
+    async fn call(exchange: Exchange<'_>, call: Call) -> Result<Answer, Error>;
+}
+
+/// `$call` of the implementation of `$upstream`'s protocol: the one place
+/// a protocol is chosen.
+macro_rules! wire {
+    ($upstream:expr, $f:ident($($arg:expr),* $(,)?)) => {
+        match $upstream.backend.protocol() {
+            Protocol::Http => <http::Http as Wire>::$f($($arg),*),
+            Protocol::Grpc => <grpc::Grpc as Wire>::$f($($arg),*),
+        }
+    };
+    ($upstream:expr, $f:ident($($arg:expr),* $(,)?).await) => {
+        match $upstream.backend.protocol() {
+            Protocol::Http => <http::Http as Wire>::$f($($arg),*).await,
+            Protocol::Grpc => <grpc::Grpc as Wire>::$f($($arg),*).await,
+        }
+    };
+}
+
+/// The infer request for `model`, in the exchange's backend protocol (and,
+/// for HTTP, the route's wire format).
+pub async fn build(
+    exchange: Exchange<'_>,
+    model: &ModelRef,
+    header: Document,
+    data: Vec<TensorData>,
+) -> Result<RequestBody, InferError> {
+    wire!(
+        exchange.upstream,
+        build(exchange, model, header, data).await
+    )
+}
+
+/// A raw binary request, in the exchange's backend protocol.
+pub fn build_raw(exchange: Exchange<'_>, raw: Bytes) -> Result<RequestBody, InferError> {
+    wire!(exchange.upstream, build_raw(exchange, raw))
+}
+
+/// Whether the exchange's backend takes a request while the client's is
+/// still read ([`EarlySend`](crate::infer::call::EarlySend)).
+pub fn sends_early(upstream: &Upstream) -> bool {
+    wire!(upstream, sends_early())
+}
+
+/// How a backend serves a gRPC stream of infer requests
+/// (`ModelStreamInfer`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Streams {
+    /// As the stream came, both ways: the backend speaks gRPC.
+    AsItCame,
+    /// One infer call per request, answered in order.
+    PerRequest,
+}
+
+/// How `upstream`'s backend serves a gRPC stream of infer requests.
+pub fn streams(upstream: &Upstream) -> Streams {
+    wire!(upstream, streams())
+}
+
+/// `model`'s metadata from `upstream`'s backend.
+pub async fn metadata(
+    upstream: &Upstream,
+    model: &ModelRef,
+) -> Result<ModelMetadata, MetadataError> {
+    wire!(upstream, metadata(upstream, model).await)
+}
+
+/// A call other than infer, answered by the exchange's backend.
+pub async fn call(exchange: Exchange<'_>, call: Call) -> Result<Answer, Error> {
+    wire!(exchange.upstream, call(exchange, call).await)
+}
 
 /// A backend's reply body as the core reads it.
 #[derive(Debug)]
@@ -96,134 +227,81 @@ impl http_body::Body for BackendBody {
 /// What the backend answered.
 #[derive(Debug)]
 pub enum Sent {
-    /// A 2xx reply, still to be read.
+    /// A reply, still to be read.
     Reply(Box<BackendReply>),
-    /// Any other status, with its body as the backend sends it.
-    Failed(Response<BackendBody>),
+    /// The backend refused the request.
+    Failed(Refusal),
 }
 
-/// A request built in the route's backend format, ready to send.
+/// A backend's refusal, as it came: where it came from (an HTTP status, a
+/// gRPC code), and the refusal as an HTTP reply (the backend's own, or,
+/// from a gRPC backend, the status its code stands for with
+/// `{"error": message}`), which a V2 HTTP client is given as it is.
 #[derive(Debug)]
-pub struct Prepared {
-    model: ModelRef,
-    body: RequestBody,
-}
-
-/// Builds the backend request: the last step of translating a request,
-/// whichever frontend read it. Here every request is whole and its element
-/// count known, so here its elements are counted, charged to the caller's
-/// element rate limits, and its translation time (from `started`, when its
-/// frontend began) recorded. Writing a large request as JSON (for a JSON
-/// backend) happens on a blocking thread.
-pub async fn prepare(
-    exchange: Exchange<'_>,
-    req: InferRequest,
-    started: Instant,
-) -> Result<Prepared, InferError> {
-    prepare_charged(exchange, req, started, 0).await
-}
-
-/// [`prepare`] for a request of which `charged` elements were charged
-/// already (by an [`EarlySend`] that did not go through).
-pub async fn prepare_charged(
-    exchange: Exchange<'_>,
-    req: InferRequest,
-    started: Instant,
-    charged: u64,
-) -> Result<Prepared, InferError> {
-    let elements = req.element_count();
-    exchange.obs.elements(Direction::Request, elements);
-    exchange
-        .obs
-        .charge_elements(elements.saturating_sub(charged))
-        .await?;
-    let InferRequest {
-        model,
-        header,
-        data,
-    } = req;
-    let format = exchange.route.backend_format;
-    let size: u64 = data.iter().map(super::TensorData::len).sum();
-    let body = if exchange.upstream.backend.protocol() == Protocol::Grpc {
-        grpc::request(&exchange.route.name, &model, &header, &data)?
-    } else if format == WireFormat::Json && size >= OFF_THREAD_BYTES {
-        let route = exchange.route.name.clone();
-        off_thread(move || request::build(&route, header, data, format)).await?
-    } else {
-        request::build(&exchange.route.name, header, data, format)?
-    };
-    exchange
-        .obs
-        .translation(Direction::Request, started.elapsed());
-    Ok(Prepared { model, body })
-}
-
-impl Prepared {
-    /// Sends it. `headers` are the headers the frontend forwards (request
-    /// id, tracing, ...); body and hop-by-hop headers are set here.
-    pub async fn send(
-        self,
-        exchange: Exchange<'_>,
-        headers: HeaderMap,
-    ) -> Result<Sent, InferError> {
-        send_body(exchange, &self.model, self.body, headers).await
-    }
-
-    /// Sends it, unless `early` (started while the client's request was
-    /// read) already sent this very request: then the rest of its body goes
-    /// and its answer is this one's.
-    pub async fn send_after(
-        self,
-        exchange: Exchange<'_>,
-        headers: HeaderMap,
-        early: Option<EarlySend<'_>>,
-    ) -> Result<Sent, InferError> {
-        if let Some(early) = early
-            && let Some(sent) = early.finish(&self.body).await
-        {
-            return sent;
-        }
-        // Not through `send`: its future, nested in this one, was one
-        // more layer to copy and poll.
-        send_body(exchange, &self.model, self.body, headers).await
-    }
-}
-
-/// Sends a body already in the backend's format (a raw binary request).
-pub async fn send_raw(
-    exchange: Exchange<'_>,
-    model: &ModelRef,
-    raw: Bytes,
-    headers: HeaderMap,
-) -> Result<Sent, InferError> {
-    let body = RequestBody {
-        chunks: vec![raw],
-        header_len: Some(0),
-        content_type: "application/octet-stream",
-    };
-    send_body(exchange, model, body, headers).await
+pub struct Refusal {
+    pub origin: Origin,
+    pub resp: Response<BackendBody>,
+    /// The refusal's message, when known without reading the reply.
+    message: Option<String>,
 }
 
 /// Most bytes of a refusal's body read for its message.
 const MAX_REFUSAL_BYTES: usize = 64 << 10;
 
-/// A non-2xx reply as an error, for frontends that do not pass the
-/// backend's own reply on: 404 is an unknown model (or version), anything
-/// else the backend refusing the request, with its `{"error"}` message (or
-/// its text).
-pub async fn refusal(
-    exchange: Exchange<'_>,
-    model: &ModelRef,
-    resp: Response<BackendBody>,
-) -> InferError {
-    let (parts, body) = resp.into_parts();
-    let backend = exchange.upstream.name().to_owned();
-    if parts.status == http::StatusCode::NOT_FOUND {
-        return InferError::UnknownModel {
-            backend,
-            model: model.clone(),
-        };
+impl Refusal {
+    /// An HTTP backend's non-2xx reply.
+    fn http(resp: Response<BackendBody>) -> Refusal {
+        Refusal {
+            origin: Origin::Http(resp.status()),
+            resp,
+            message: None,
+        }
     }
+
+    /// A gRPC backend's status other than OK.
+    fn grpc(code: crate::codec::grpc::status::Code, message: String) -> Refusal {
+        let origin = Origin::Grpc(code);
+        let mut resp = Response::new(BackendBody::decoded(vec![crate::http::body::error_body(
+            &message,
+        )]));
+        *resp.status_mut() = origin.status();
+        resp.headers_mut().insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        );
+        Refusal {
+            origin,
+            resp,
+            message: Some(message),
+        }
+    }
+
+    /// The refusal as the core's error, for frontends that do not pass the
+    /// backend's reply on: a model the backend does not know (404,
+    /// NOT_FOUND), else the backend refusing the request, with its message
+    /// (its `{"error"}`, or its text).
+    pub async fn into_error(self, exchange: Exchange<'_>, model: &ModelRef) -> InferError {
+        let backend = exchange.upstream.name().to_owned();
+        if self.origin.status() == ::http::StatusCode::NOT_FOUND {
+            return InferError::UnknownModel {
+                backend,
+                model: model.clone(),
+            };
+        }
+        let message = match self.message {
+            Some(m) => m,
+            None => read_message(exchange, self.resp.into_body()).await,
+        };
+        InferError::Refused {
+            backend,
+            origin: self.origin,
+            message,
+        }
+    }
+}
+
+/// A refusal's `{"error"}` message, or its text.
+async fn read_message(exchange: Exchange<'_>, body: BackendBody) -> String {
     let limit = exchange.upstream.backend.request_timeout;
     let read = tokio::time::timeout(
         limit,
@@ -234,65 +312,41 @@ pub async fn refusal(
         Ok(Ok(collected)) => collected.to_bytes(),
         _ => Bytes::new(),
     };
-    let message = serde_json::from_slice::<serde_json::Value>(&text)
+    serde_json::from_slice::<serde_json::Value>(&text)
         .ok()
         .and_then(|v| v.get("error").and_then(|e| e.as_str()).map(str::to_owned))
-        .unwrap_or_else(|| String::from_utf8_lossy(&text).trim().to_owned());
-    InferError::Refused {
-        backend,
-        status: parts.status,
-        message,
-    }
-}
-
-async fn send_body(
-    exchange: Exchange<'_>,
-    model: &ModelRef,
-    body: RequestBody,
-    headers: HeaderMap,
-) -> Result<Sent, InferError> {
-    let len = body.len();
-    let head = BodyHead {
-        len,
-        header_len: body.header_len,
-        content_type: body.content_type,
-    };
-    let out = outgoing(exchange, model, head, OutBody::Chunks(body.chunks), headers);
-    exchange.obs.backend_out(len);
-    let sent = Instant::now();
-    // The shadow's copy goes once the real request has its answer.
-    let copy = exchange
-        .shadow
-        .and_then(|m| m.copy(&out, exchange.obs.trace()));
-    let resp = exchange
-        .upstream
-        .send(out, Some(exchange.obs.watch()))
-        .await;
-    if let Some(copy) = copy {
-        copy.start();
-    }
-    received(exchange, resp, sent).await
+        .unwrap_or_else(|| String::from_utf8_lossy(&text).trim().to_owned())
 }
 
 /// How a backend request's body is described in its headers.
-struct BodyHead {
-    len: u64,
-    header_len: Option<u64>,
-    content_type: &'static str,
+#[derive(Clone, Copy, Debug)]
+pub struct BodyHead {
+    pub len: u64,
+    pub header_len: Option<u64>,
+    pub content_type: &'static str,
 }
 
-/// The backend request for `model`'s infer endpoint. `headers` are the
-/// ones the frontend forwards; body headers are set here.
-fn outgoing(
+impl RequestBody {
+    /// What its headers say about it.
+    pub fn head(&self) -> BodyHead {
+        BodyHead {
+            len: self.len(),
+            header_len: self.header_len,
+            content_type: self.content_type,
+        }
+    }
+}
+
+/// The backend request for `model`'s infer call. `headers` are the ones
+/// the frontend forwards; body headers are set here.
+pub fn outgoing(
     exchange: Exchange<'_>,
     model: &ModelRef,
     head: BodyHead,
     body: OutBody,
     mut headers: HeaderMap,
 ) -> Outgoing {
-    if exchange.upstream.backend.protocol() == Protocol::Grpc {
-        headers.insert(header::TE, HeaderValue::from_static("trailers"));
-    }
+    let path = wire!(exchange.upstream, target(model, &mut headers));
     // The gateway reads the reply itself: ask for it uncompressed. The V2
     // frontend forwards none: known without a hash lookup.
     if !lacks(&headers, &header::ACCEPT_ENCODING) {
@@ -306,12 +360,8 @@ fn outgoing(
     if let Some(n) = head.header_len {
         headers.insert(IHCL, HeaderValue::from(n));
     }
-    let path = match exchange.upstream.backend.protocol() {
-        Protocol::Grpc => format!("{}ModelInfer", crate::upstream::grpc::SERVICE),
-        Protocol::Http => model.infer_path(),
-    };
     Outgoing {
-        method: http::Method::POST,
+        method: ::http::Method::POST,
         path,
         headers,
         body,
@@ -321,8 +371,9 @@ fn outgoing(
     }
 }
 
-/// The backend's answer to a request whose last byte went at `sent`.
-async fn received(
+/// The backend's answer to a request whose last byte went at `sent`, read
+/// by its protocol.
+pub async fn answer(
     exchange: Exchange<'_>,
     resp: Result<Response<UpstreamBody>, UpstreamError>,
     sent: Instant,
@@ -332,51 +383,21 @@ async fn received(
     let (parts, body) = resp.into_parts();
     let body = exchange.obs.backend_body(body, sent);
     let deadline = sent + exchange.upstream.backend.request_timeout;
-    let (parts, body) =
-        if exchange.upstream.backend.protocol() == Protocol::Grpc && parts.status.is_success() {
-            grpc_reply(exchange, &parts, body, deadline)
-                .await?
-                .into_parts()
-        } else {
-            (parts, BackendBody::Wire(body))
-        };
-    if !parts.status.is_success() {
-        exchange.obs.backend_status(parts.status);
-        return Ok(Sent::Failed(Response::from_parts(parts, body)));
-    }
-    BackendReply::new(exchange, parts, body, deadline).map(|r| Sent::Reply(Box::new(r)))
+    wire!(
+        exchange.upstream,
+        answer(exchange, parts, body, deadline).await
+    )
 }
 
-/// A gRPC backend's reply read whole (within the request's time and the
-/// route's `max_response_bytes`) and written as an HTTP backend's.
-async fn grpc_reply(
+/// A non-2xx head: the backend refusing the request with its own reply.
+fn refused(
     exchange: Exchange<'_>,
-    parts: &http::response::Parts,
+    parts: ::http::response::Parts,
     body: Metered<UpstreamBody>,
-    deadline: Instant,
-) -> Result<Response<BackendBody>, InferError> {
-    let upstream = exchange.upstream;
-    let limit = exchange.route.limits.max_response_bytes;
-    let caps = crate::infer::checks::grpc_caps(exchange.route);
-    let read = grpc::reply(upstream.name(), &parts.headers, body, limit, &caps);
-    let reply = tokio::time::timeout_at(deadline.into(), read)
-        .await
-        .map_err(|_| upstream.timeout(upstream.backend.request_timeout))?;
-    reply.map_err(|fault| match fault {
-        grpc::ReplyFault::Read(crate::upstream::grpc::ReadError::Frame(
-            crate::codec::grpc::FrameError::TooLarge { .. },
-        )) => InferError::ReplyTooLarge {
-            route: exchange.route.name.clone(),
-            limit,
-        },
-        grpc::ReplyFault::Read(crate::upstream::grpc::ReadError::Body(e)) => {
-            upstream.body_error(&*e).into()
-        }
-        other => InferError::BadReply {
-            backend: upstream.name().to_owned(),
-            source: Box::new(MalformedReply::Http {
-                detail: other.to_string(),
-            }),
-        },
-    })
+) -> Sent {
+    exchange.obs.backend_status(parts.status);
+    Sent::Failed(Refusal::http(Response::from_parts(
+        parts,
+        BackendBody::Wire(body),
+    )))
 }

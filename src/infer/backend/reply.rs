@@ -226,6 +226,28 @@ impl BackendReply {
         })
     }
 
+    /// A reply in the V2 binary layout already in hand (a gRPC backend's,
+    /// decoded): a JSON header of `header_len` bytes, then the outputs'
+    /// pieces. Its head says so as an HTTP backend's binary reply would
+    /// (`Content-Type`, `Inference-Header-Content-Length`), for frontends
+    /// that pass it on as it is.
+    pub(super) fn decoded(
+        exchange: Exchange<'_>,
+        header_len: u64,
+        chunks: Vec<Bytes>,
+        deadline: Instant,
+    ) -> Result<BackendReply, InferError> {
+        let mut resp = http::Response::new(());
+        let h = resp.headers_mut();
+        h.insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/octet-stream"),
+        );
+        h.insert(super::IHCL, HeaderValue::from(header_len));
+        let (parts, ()) = resp.into_parts();
+        BackendReply::new(exchange, parts, BackendBody::decoded(chunks), deadline)
+    }
+
     /// The reply as it is, for frontends that pass it on unread.
     pub fn into_stream(self) -> (http::response::Parts, BackendBody) {
         (self.parts, self.body.inner)

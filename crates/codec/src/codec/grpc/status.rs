@@ -66,6 +66,30 @@ impl Code {
         }
     }
 
+    /// The code's name, as gRPC writes it (`FAILED_PRECONDITION`).
+    pub fn name(self) -> &'static str {
+        use Code::*;
+        match self {
+            Ok => "OK",
+            Cancelled => "CANCELLED",
+            Unknown => "UNKNOWN",
+            InvalidArgument => "INVALID_ARGUMENT",
+            DeadlineExceeded => "DEADLINE_EXCEEDED",
+            NotFound => "NOT_FOUND",
+            AlreadyExists => "ALREADY_EXISTS",
+            PermissionDenied => "PERMISSION_DENIED",
+            ResourceExhausted => "RESOURCE_EXHAUSTED",
+            FailedPrecondition => "FAILED_PRECONDITION",
+            Aborted => "ABORTED",
+            OutOfRange => "OUT_OF_RANGE",
+            Unimplemented => "UNIMPLEMENTED",
+            Internal => "INTERNAL",
+            Unavailable => "UNAVAILABLE",
+            DataLoss => "DATA_LOSS",
+            Unauthenticated => "UNAUTHENTICATED",
+        }
+    }
+
     /// The code with this number.
     pub fn from_u8(n: u8) -> Option<Code> {
         use Code::*;

@@ -30,12 +30,13 @@ use http::{HeaderMap, Response};
 use http_body_util::BodyExt;
 use tokio::sync::{mpsc, oneshot};
 
-use super::{BodyHead, RequestBody, Sent, outgoing, received, request};
+use super::charge;
 use crate::codec::v2::DocParser;
 use crate::codec::v2::EntryData;
 use crate::config::WireFormat;
 use crate::http::body::{BoxError, SizedChannelBody};
 use crate::infer::InferError;
+use crate::infer::backend::{self, BodyHead, RequestBody, Sent, answer, outgoing};
 use crate::infer::{Exchange, ModelRef};
 use crate::upstream::UpstreamError;
 use crate::upstream::{OutBody, UpstreamBody};
@@ -107,7 +108,7 @@ impl<'a> EarlySend<'a> {
     ) -> Result<Attempt<'a>, InferError> {
         if exchange.route.backend_format != WireFormat::Binary
             || exchange.shadow.is_some()
-            || exchange.upstream.backend.protocol() != crate::config::Protocol::Http
+            || !backend::sends_early(exchange.upstream)
         {
             return Ok(Attempt::Never);
         }
@@ -140,10 +141,10 @@ impl<'a> EarlySend<'a> {
             return Ok(Attempt::Never);
         }
         let elements = doc.element_count();
-        let Some(header) = request::provisional_header(doc) else {
+        let Some(header) = backend::provisional_header(doc) else {
             return Ok(Attempt::Never);
         };
-        exchange.obs.charge_elements(elements).await?;
+        charge(exchange.obs, elements).await?;
         let header = Bytes::from(header);
         let total = header.len() as u64 + data_len;
         let (tx, body) = SizedChannelBody::new(total);
@@ -302,7 +303,7 @@ impl<'a> EarlySend<'a> {
         self.exchange.obs.backend_out(self.total);
         let sent = Instant::now();
         let resp = exchange.await;
-        Some(received(self.exchange, resp, sent).await)
+        Some(answer(self.exchange, resp, sent).await)
     }
 }
 
