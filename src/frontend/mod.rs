@@ -42,12 +42,48 @@ use crate::observe::Observation;
 
 /// A client protocol, as the gateway drives it.
 pub trait Frontend: Sync {
+    /// What reading a request far enough to name its route gave, for a
+    /// request whose body names it ([`Frontend::name`]): the rest of the
+    /// request, which [`Frontend::serve`] goes on with. `()` for frontends
+    /// whose requests' heads name their route.
+    type Named: Send;
+
     /// The `kind` label of its requests.
     fn kind(&self) -> Kind;
 
     /// The route the request is for, and its model, as far as its head
     /// says; or the routes it may be for when only its body names one.
     fn route<'c>(&self, config: &'c Config, head: &Parts) -> Result<Routing<'c>, Error>;
+
+    /// Reads the body of a request whose body names its route
+    /// ([`Routing::Body`]) as far as it takes to name it; the gateway
+    /// then binds the request to that route as it binds one its head
+    /// names. Frontends whose heads name the route never get here.
+    fn name<'c>(
+        &self,
+        _config: &'c Config,
+        _head: &Parts,
+        _body: Payload,
+    ) -> impl Future<Output = Result<Named<'c, Self::Named>, Error>> + Send {
+        std::future::ready(Err(RouteError::Internal {
+            what: "a request whose head names its route was asked to name it".into(),
+        }
+        .into()))
+    }
+
+    /// Checks what naming the route read against that route, before the
+    /// body's size is held to the route's limit (a frontend naming what
+    /// is too large in its own terms).
+    fn check_named(&self, _route: &Route, _named: &Self::Named) -> Result<(), Error> {
+        Ok(())
+    }
+
+    /// Whether its replies end with their status in trailers (gRPC): a
+    /// reply cut by the body's deadline would lose it, so the request's
+    /// body deadline is not put on the reply.
+    fn status_in_trailers(&self) -> bool {
+        false
+    }
 
     /// Whether the bound route allows this request at all (checked before
     /// its credentials).
@@ -84,7 +120,10 @@ pub trait Frontend: Sync {
     }
 
     /// Reads the request, sends it through the core, and answers.
-    fn serve(&self, call: Call<'_>) -> impl Future<Output = Result<Response<Body>, Error>> + Send;
+    fn serve(
+        &self,
+        call: Call<'_, Self::Named>,
+    ) -> impl Future<Output = Result<Response<Body>, Error>> + Send;
 
     /// An error, in this protocol's shape.
     fn render(&self, e: &Error, obs: &Observation) -> Response<Body>;
@@ -119,19 +158,39 @@ pub enum BodyPlan {
     Ignore,
 }
 
+/// What naming a request's route from its body came to.
+#[derive(Debug)]
+pub struct Named<'c, N> {
+    pub route: &'c Arc<Route>,
+    pub model: String,
+    /// Bytes of the body read to name it: held to the route's body limit.
+    pub read: u64,
+    /// Request tokens it takes from the route's rate limits: one, or none
+    /// for a stream, whose every message takes its own.
+    pub tokens: u64,
+    /// The rest of the request, for [`Frontend::serve`].
+    pub rest: N,
+}
+
 /// One request, handed to the frontend once the gateway has bound,
 /// checked and admitted it.
 #[derive(Debug)]
-pub struct Call<'a> {
+pub struct Call<'a, N = ()> {
     /// The request head, the checked credentials taken out.
     pub head: Parts,
     pub body: Payload,
     pub obs: &'a Observation,
     pub target: Target<'a>,
+    /// What [`Frontend::name`] read, for a request whose body named its
+    /// route.
+    pub named: Option<N>,
     /// What a reply may hold for a client not taking it yet.
     pub spool: &'a SpoolLimits,
     /// The configuration the request is served under.
     pub config: &'a Config,
+    /// The gateway, for what binds after the request was: each message of
+    /// a stream.
+    pub services: &'a dyn Services,
 }
 
 /// The body as the frontend gets it. Made once per request and moved once:
@@ -161,13 +220,12 @@ impl Payload {
 /// Where the request goes.
 #[derive(Debug)]
 pub enum Target<'a> {
-    /// Bound from its head: its exchange and model.
+    /// Bound to its route (named by its head or its body): its exchange
+    /// and model.
     Bound {
         exchange: Exchange<'a>,
         model: String,
     },
-    /// To be bound by the frontend once its body names the route.
-    Deferred { services: &'a dyn Services },
     /// Answered by the gateway itself, from its readiness; a watch holds
     /// its place among its client's watches for as long as it lasts.
     Gateway {
@@ -200,33 +258,10 @@ impl std::fmt::Debug for Health {
     }
 }
 
-/// What the gateway lends a frontend that binds its request itself.
+/// What the gateway lends a frontend for what binds after its request
+/// was: the messages of a stream.
 pub trait Services: Send + Sync + std::fmt::Debug {
     fn config(&self) -> &Config;
-
-    /// Binds the request to `route` serving `model`: observed under the
-    /// route, its caller checked against the route's keys (from `head`)
-    /// with the request's token taken, and its backend chosen.
-    /// (Boxed: the trait is used as `dyn Services`; a Decthings call,
-    /// the only caller, pays for one box.)
-    fn bind<'a>(
-        &'a self,
-        route: &'a Arc<Route>,
-        model: &str,
-        head: &Parts,
-        obs: &'a Observation,
-    ) -> Binding<'a>;
-
-    /// Binds a stream of requests (gRPC `ModelStreamInfer`) to `route`,
-    /// as [`Services::bind`] does, but takes no token: each of its
-    /// messages takes its own ([`Services::bind_message`]).
-    fn bind_stream<'a>(
-        &'a self,
-        route: &'a Arc<Route>,
-        model: &str,
-        head: &Parts,
-        obs: &'a Observation,
-    ) -> Binding<'a>;
 
     /// Binds one message of a stream, observed by `obs` (its own), to the
     /// route its model names, like a unary call: its caller checked with
@@ -245,7 +280,7 @@ pub trait Services: Send + Sync + std::fmt::Debug {
     fn owned(&self) -> Arc<dyn Services>;
 }
 
-/// What [`Services::bind`] comes to: the exchange, once the caller's
+/// What [`Services::bind_message`] comes to: the exchange, once the caller's
 /// limits (which may be shared with other gateways) have answered.
 pub type Binding<'a> =
     std::pin::Pin<Box<dyn std::future::Future<Output = Result<Exchange<'a>, Error>> + Send + 'a>>;

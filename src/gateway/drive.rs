@@ -35,7 +35,7 @@ use super::whole;
 use crate::config::{Config, Route};
 use crate::error::{DeadlineExceeded, Error};
 use crate::frontend::{
-    Binding, BodyPlan, Call, Frontend, Payload, Routing, Services, Target, grpc, v2,
+    Binding, BodyPlan, Call, Frontend, Named, Payload, Routing, Services, Target, grpc, v2,
 };
 use crate::guard::Checked;
 use crate::guard::Unauthorized;
@@ -45,8 +45,8 @@ use crate::http::body::Body;
 use crate::http::client_body::{self, BodyError, ClientBody};
 use crate::http::headers::strip_credentials;
 use crate::http::wire::{BodyClock, Wire};
+use crate::infer;
 use crate::infer::split;
-use crate::metrics::Kind;
 use crate::observe::{Metered, Observation, Start, ensure_request_id_made, traced_request_id};
 use std::future::Future;
 use std::pin::Pin;
@@ -132,7 +132,7 @@ impl Gateway {
         let served = {
             let serving = std::pin::pin!(async {
                 match self.place(&f, &mut head, wire, &obs).await {
-                    Ok((target, body)) => {
+                    Ok((target, body, named)) => {
                         // Built where it is handed over: the head is not
                         // moved through the phases (each move a copy).
                         let call = Call {
@@ -140,8 +140,10 @@ impl Gateway {
                             body,
                             obs: &obs,
                             target,
+                            named,
                             spool: &self.shared.spool,
                             config: &self.shared.config,
+                            services: &self,
                         };
                         let serve = std::pin::pin!(f.serve(call));
                         let overdue = std::pin::pin!(clock.overdue());
@@ -169,11 +171,11 @@ impl Gateway {
             Ok(resp) => resp,
             Err(e) => failed(e, &obs, |e| f.render(e, &obs)),
         };
-        // A gRPC stream reads its request stream under the same deadline
-        // and ends with its status in trailers, which a cut would lose.
+        // A reply whose status is in its trailers (gRPC) reads its request
+        // stream under the same deadline, and a cut would lose the status.
         // A relayed backend body is metered as the backend's on its own
         // again wherever something comes between it and the client.
-        if !clock.ended() && f.kind() != Kind::Grpc {
+        if !clock.ended() && !f.status_in_trailers() {
             resp = obs.unrelay(resp);
             resp = resp.map(|b| clock.bound(b).boxed_unsync());
         }
@@ -192,14 +194,15 @@ impl Gateway {
     }
 
     /// Every phase before the frontend serves: the request bound, checked,
-    /// admitted, its body opened; what it is for and its body.
+    /// admitted, its body opened; what it is for, its body, and what the
+    /// frontend read of it to name its route.
     async fn place<'a, F: Frontend>(
         &'a self,
         f: &F,
         head: &mut Parts,
         body: Wire,
         obs: &'a Observation,
-    ) -> Result<(Target<'a>, Payload), Error> {
+    ) -> Result<(Target<'a>, Payload, Option<F::Named>), Error> {
         Ok(match f.route(&self.shared.config, head)? {
             Routing::Route { route, model } => {
                 self.bind_route(route, &model, obs);
@@ -229,7 +232,7 @@ impl Gateway {
                 if route.auth.is_some() {
                     strip_credentials(&mut head.headers);
                 }
-                (Target::Bound { exchange, model }, body)
+                (Target::Bound { exchange, model }, body, None)
             }
             Routing::Body { routes } => {
                 self.enter_client(head, obs)?;
@@ -250,7 +253,14 @@ impl Gateway {
                     .unwrap_or(0);
                 let plan = BodyPlan::Read { limit };
                 let body = self.open(head, body, f.kind().label(), plan, obs)?;
-                (Target::Deferred { services: self }, body)
+                let named = f.name(&self.shared.config, head, body).await?;
+                let exchange = self.bind_named(f, &named, head, obs).await?;
+                let model = named.model;
+                (
+                    Target::Bound { exchange, model },
+                    Payload::Empty,
+                    Some(named.rest),
+                )
             }
             Routing::Gateway { body_limit, watch } => {
                 let watch = match watch {
@@ -263,9 +273,42 @@ impl Gateway {
                 let plan = BodyPlan::Read { limit: body_limit };
                 let body = self.open(head, body, f.kind().label(), plan, obs)?;
                 let health = self.health();
-                (Target::Gateway { health, watch }, body)
+                (Target::Gateway { health, watch }, body, None)
             }
         })
+    }
+
+    /// Binds a request whose body named its route, as one whose head did:
+    /// observed under the route, allowed by it, its caller checked against
+    /// its keys and its tokens taken, what was read held to the route's
+    /// body limit (it was read under the largest of the routes it could be
+    /// for); its exchange.
+    async fn bind_named<'a, F: Frontend>(
+        &'a self,
+        f: &F,
+        named: &Named<'a, F::Named>,
+        head: &Parts,
+        obs: &'a Observation,
+    ) -> Result<infer::Exchange<'a>, Error> {
+        let route = named.route;
+        self.bind_route(route, &named.model, obs);
+        f.allowed(route)?;
+        if self.checks_callers(route) {
+            // SigV4 is not taken here: the check gives a key or fails.
+            if let Checked::Key(key) = self.check_head(route, &head.headers, false)? {
+                self.take_caller(route, key, obs, named.tokens).await?;
+            }
+        }
+        f.check_named(route, &named.rest)?;
+        let limit = route.limits.max_body_bytes;
+        if named.read > limit {
+            return Err(BodyError::TooLarge {
+                route: route.name.clone(),
+                limit,
+            }
+            .into());
+        }
+        Ok(self.exchange(route, obs)?)
     }
 
     /// Takes a request slot for the rest of the request.
@@ -342,26 +385,6 @@ impl Services for Gateway {
         &self.shared.config
     }
 
-    fn bind<'a>(
-        &'a self,
-        route: &'a Arc<Route>,
-        model: &str,
-        head: &Parts,
-        obs: &'a Observation,
-    ) -> Binding<'a> {
-        self.bind_with(route, model, &head.headers, obs, 1)
-    }
-
-    fn bind_stream<'a>(
-        &'a self,
-        route: &'a Arc<Route>,
-        model: &str,
-        head: &Parts,
-        obs: &'a Observation,
-    ) -> Binding<'a> {
-        self.bind_with(route, model, &head.headers, obs, 0)
-    }
-
     fn bind_message<'a>(
         &'a self,
         route: &'a Arc<Route>,
@@ -369,35 +392,19 @@ impl Services for Gateway {
         headers: &HeaderMap,
         obs: &'a Observation,
     ) -> Binding<'a> {
-        self.bind_with(route, model, headers, obs, 1)
-    }
-
-    fn owned(&self) -> Arc<dyn Services> {
-        Arc::new(self.clone())
-    }
-}
-
-impl Gateway {
-    /// Binds `obs` to `route` serving `model`, checks the caller's
-    /// credentials in `headers` against the route's keys and takes
-    /// `tokens` request tokens from its limits; the exchange.
-    fn bind_with<'a>(
-        &'a self,
-        route: &'a Arc<Route>,
-        model: &str,
-        headers: &HeaderMap,
-        obs: &'a Observation,
-        tokens: u64,
-    ) -> Binding<'a> {
         self.bind_route(route, model, obs);
         let checked = self.check_head(route, headers, false);
         Box::pin(async move {
             // SigV4 is not taken here: the check gives a key or fails.
             if let Checked::Key(key) = checked? {
-                self.take_caller(route, key, obs, tokens).await?;
+                self.admit_caller(route, key, obs).await?;
             }
             Ok(self.exchange(route, obs)?)
         })
+    }
+
+    fn owned(&self) -> Arc<dyn Services> {
+        Arc::new(self.clone())
     }
 }
 

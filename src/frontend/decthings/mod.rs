@@ -27,7 +27,7 @@ use http::request::Parts;
 pub use error::{DecthingsError, InputProblem, OutputError, RequestError};
 pub use request::{Param, Parsed};
 
-use super::{Call, Frontend, Routing, Target};
+use super::{Call, Frontend, Named, Payload, Routing, Target};
 use crate::config::{Config, Route};
 use crate::error::Error;
 use crate::http::body::{Body, ChunksBody};
@@ -47,7 +47,17 @@ pub struct Evaluate {
     pub prefix: String,
 }
 
+/// A call read far enough to name its route: parsed, and when reading
+/// it was done (its translation counts from there).
+#[derive(Debug)]
+pub struct Read {
+    parsed: Parsed,
+    started: Instant,
+}
+
 impl Frontend for Evaluate {
+    type Named = Read;
+
     fn kind(&self) -> Kind {
         Kind::Decthings
     }
@@ -58,26 +68,45 @@ impl Frontend for Evaluate {
         Ok(Routing::Body { routes })
     }
 
-    async fn serve(&self, call: Call<'_>) -> Result<Response<Body>, Error> {
-        let Target::Deferred { services } = call.target else {
-            return Err(RouteError::Internal {
-                what: "a Decthings call came bound before its body was read".into(),
-            }
-            .into());
-        };
-        let (head, obs) = (call.head, call.obs);
-        let mut body = call.body.into_read()?;
+    /// The call's body read whole and parsed: its `modelId` names the
+    /// route (and the backend model).
+    async fn name<'c>(
+        &self,
+        config: &'c Config,
+        _head: &Parts,
+        body: Payload,
+    ) -> Result<Named<'c, Read>, Error> {
+        let mut body = body.into_read()?;
         let bytes = body.collect(None).await?;
         let started = Instant::now();
         let parsed = request::parse(&bytes).map_err(DecthingsError::from)?;
-        let (route, model) = resolve(services.config(), &self.prefix, &parsed.model_id)
-            .ok_or_else(|| RouteError::NoRoute {
+        let (route, model) =
+            resolve(config, &self.prefix, &parsed.model_id).ok_or_else(|| RouteError::NoRoute {
                 model: parsed.model_id.clone(),
             })?;
-        let exchange = services.bind(route, &model, &head, obs).await?;
-        // Counted under the route, now that it is known.
-        drop(body);
-        request::check_size(route, &parsed.params, bytes.len() as u64)?;
+        Ok(Named {
+            route,
+            model,
+            read: bytes.len() as u64,
+            tokens: 1,
+            rest: Read { parsed, started },
+        })
+    }
+
+    /// A parameter over the route's body limit on its own is named.
+    fn check_named(&self, route: &Route, read: &Read) -> Result<(), Error> {
+        request::check_params(route, &read.parsed.params)
+    }
+
+    async fn serve(&self, call: Call<'_, Read>) -> Result<Response<Body>, Error> {
+        let (Target::Bound { exchange, model }, Some(read)) = (call.target, call.named) else {
+            return Err(RouteError::Internal {
+                what: "a Decthings call came without its route".into(),
+            }
+            .into());
+        };
+        let (head, obs, route) = (call.head, call.obs, exchange.route);
+        let Read { parsed, started } = read;
         let model = ModelRef {
             name: model,
             version: parsed.snapshot_id,

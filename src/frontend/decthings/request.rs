@@ -21,7 +21,6 @@ use crate::codec::decthings::{self, DecodeLimits, Layout};
 use crate::codec::v2::{EntryData, Params, TensorEntry};
 use crate::config::{MultipleTensors, Route};
 use crate::error::Error;
-use crate::http::client_body::BodyError;
 use crate::infer::InferError;
 use crate::infer::TensorData;
 use crate::rules::Side;
@@ -105,10 +104,10 @@ pub fn parse(body: &Bytes) -> Result<Parsed, RequestError> {
     })
 }
 
-/// Checks the call's size against the route's `max_body_bytes`: a parameter
-/// over it on its own is named (`invalid_parameter`); a body over it in
-/// total is a `quota_exceeded`.
-pub fn check_size(route: &Route, params: &[Param], body_len: u64) -> Result<(), Error> {
+/// Checks the call's parameters against the route's `max_body_bytes`: one
+/// over it on its own is named (`invalid_parameter`). (A body over it in
+/// total is the gateway's `quota_exceeded`, checked after this.)
+pub fn check_params(route: &Route, params: &[Param]) -> Result<(), Error> {
     let limit = route.limits.max_body_bytes;
     for p in params {
         if let Param::Tensors { name, blob } = p
@@ -120,13 +119,6 @@ pub fn check_size(route: &Route, params: &[Param], body_len: u64) -> Result<(), 
             };
             return Err(bad_input(route, name.clone(), problem).into());
         }
-    }
-    if body_len > limit {
-        return Err(BodyError::TooLarge {
-            route: route.name.clone(),
-            limit,
-        }
-        .into());
     }
     Ok(())
 }

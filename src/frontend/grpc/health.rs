@@ -16,7 +16,7 @@ use prost::Message;
 
 use super::message::{self, GrpcError};
 use super::status::{self, Code};
-use super::{Method, Target};
+use super::{Method, Read, Target};
 use crate::codec::grpc::frame;
 use crate::codec::grpc::proto::health::health_check_response::ServingStatus;
 use crate::codec::grpc::proto::health::{HealthCheckRequest, HealthCheckResponse};
@@ -29,7 +29,7 @@ use crate::http::body::{Body, BoxError, ChannelBody};
 const WATCH_EVERY: Duration = Duration::from_secs(1);
 
 /// Serves `Check` or `Watch`.
-pub async fn serve(method: Method, call: Call<'_>) -> Result<Response<Body>, Error> {
+pub async fn serve(method: Method, call: Call<'_, Read>) -> Result<Response<Body>, Error> {
     let Target::Gateway {
         health,
         watch: slot,

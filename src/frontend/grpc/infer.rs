@@ -10,7 +10,7 @@ use bytes::Bytes;
 use http::Response;
 
 use super::message::{self, GrpcError};
-use super::status;
+use super::{Read, status};
 use crate::codec::grpc::proto::inference::ModelInferRequest;
 use crate::codec::grpc::{self, budget, frame};
 use crate::error::Error;
@@ -19,33 +19,25 @@ use crate::http::body::Body;
 use crate::http::headers::trace_headers;
 use crate::infer::call::InferCall;
 use crate::infer::checks::{check_request, doc_limits, grpc_caps};
-use crate::infer::route::{self, RouteError};
+use crate::infer::route::RouteError;
 use crate::infer::{InferRequest, ModelRef, TensorData};
 use crate::observe::Direction;
 
 /// Serves one `ModelInfer` call.
-pub async fn serve(call: Call<'_>) -> Result<Response<Body>, Error> {
-    let Target::Deferred { services } = call.target else {
+pub async fn serve(call: Call<'_, Read>) -> Result<Response<Body>, Error> {
+    let (Target::Bound { exchange, .. }, Some(Read::Message(bytes, body))) =
+        (call.target, call.named)
+    else {
         return Err(RouteError::Internal {
-            what: "a ModelInfer call came bound before its message was read".into(),
+            what: "a ModelInfer call came without its message".into(),
         }
         .into());
     };
     let (head, obs) = (call.head, call.obs);
-    let mut body = call.body.into_read()?;
-    let limits = message::limits(&head.headers, body.limit())?;
-    let bytes = message::read_one(&mut body, limits).await?;
     let started = Instant::now();
-    // Bound from the model it names, read off its top level: nothing of
-    // it is decoded before its caller is checked and it is within its
-    // route's limits.
-    let (model_name, _) = budget::model_of_request(&bytes).map_err(GrpcError::from)?;
-    let config = services.config();
-    let route = route::for_model(config, model_name, |_| true)?;
-    let exchange = services.bind(route, model_name, &head, obs).await?;
     // Counted under the route, now that it is known.
     drop(body);
-    message::within_route(route, &bytes)?;
+    let route = exchange.route;
     let request: ModelInferRequest =
         message::decode_within(bytes, &budget::MODEL_INFER_REQUEST, &grpc_caps(route))?;
     let version = Some(request.model_version.clone()).filter(|v| !v.is_empty());

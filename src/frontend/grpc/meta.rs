@@ -8,7 +8,7 @@ use bytes::Bytes;
 use http::Response;
 
 use super::message::{self, GrpcError};
-use super::{Method, allowed, status};
+use super::{Method, Read, status};
 use crate::codec::grpc::frame;
 use crate::codec::grpc::proto::inference as pb;
 use crate::error::Error;
@@ -16,44 +16,37 @@ use crate::frontend::{Call, Target};
 use crate::http::body::Body;
 use crate::http::headers::trace_headers;
 use crate::infer::calls::{self, Answer, GrpcAnswer, Origin};
-use crate::infer::route::{self, RouteError};
+use crate::infer::route::RouteError;
 
 /// Serves a call other than `ModelInfer` and health.
-pub async fn serve(method: Method, call: Call<'_>) -> Result<Response<Body>, Error> {
+pub async fn serve(method: Method, call: Call<'_, Read>) -> Result<Response<Body>, Error> {
     let Call {
         head,
         body,
-        obs,
         target,
         config,
+        named,
         ..
     } = call;
-    let mut body = body.into_read()?;
-    let limits = message::limits(&head.headers, body.limit())?;
-    let bytes = message::read_one(&mut body, limits).await?;
-    let name = model_named(method, &bytes)?;
-    let exchange = match target {
-        Target::Bound { exchange, .. } => exchange,
-        Target::Deferred { services } => {
-            let config = services.config();
-            let route = match name.as_deref() {
-                Some(n) if !n.is_empty() => route::for_model(config, n, |_| true)?,
-                _ => route::for_path(config, None, head.uri.path())?,
-            };
-            let exchange = services
-                .bind(route, name.as_deref().unwrap_or(""), &head, obs)
-                .await?;
-            allowed(Some(method), route)?;
-            exchange
+    // A server-wide call the head bound; one naming a model, its message.
+    let (exchange, bytes) = match (target, named) {
+        (Target::Bound { exchange, .. }, Some(Read::Message(bytes, body))) => {
+            drop(body);
+            (exchange, bytes)
         }
-        Target::Gateway { .. } => {
+        (Target::Bound { exchange, .. }, None) => {
+            let mut body = body.into_read()?;
+            let limits = message::limits(&head.headers, body.limit())?;
+            (exchange, message::read_one(&mut body, limits).await?)
+        }
+        _ => {
             return Err(RouteError::Internal {
                 what: "a backend call came without a route".into(),
             }
             .into());
         }
     };
-    drop(body);
+    let name = model_named(method, &bytes)?;
     let call = calls::Call {
         all_stats: method == Method::ModelStatistics && name.as_deref() == Some(""),
         origin: Origin::Grpc {
@@ -88,7 +81,7 @@ pub async fn serve(method: Method, call: Call<'_>) -> Result<Response<Body>, Err
 
 /// The model a call's message names (empty when it names none; `None`
 /// for a call that never names one).
-fn model_named(method: Method, bytes: &Bytes) -> Result<Option<String>, GrpcError> {
+pub(super) fn model_named(method: Method, bytes: &Bytes) -> Result<Option<String>, GrpcError> {
     let b = bytes.clone();
     Ok(Some(match method {
         Method::ModelReady => {

@@ -26,12 +26,16 @@ use http::{Method as HttpMethod, Response, header};
 pub use message::GrpcError;
 use status::code_of;
 
-use super::{BodyPlan, Call, Frontend, Routing, Target};
+use bytes::Bytes;
+
+use super::{BodyPlan, Call, Frontend, Named, Payload, Routing, Target};
+use crate::codec::grpc::budget;
 use crate::codec::grpc::timeout;
 use crate::codec::v2::path::{self, Control, V2Path};
 use crate::config::{Config, Route};
 use crate::error::Error;
 use crate::http::body::Body;
+use crate::http::client_body::ClientBody;
 use crate::infer::route::{self, RouteError};
 use crate::metrics::Kind;
 use crate::observe::Observation;
@@ -221,9 +225,72 @@ impl Rpc {
     }
 }
 
+/// A call read far enough to name its route: a unary call's one message
+/// (with the body it came in, counted under the route once bound), or a
+/// stream's first message and the rest of the stream.
+#[derive(Debug)]
+pub enum Read {
+    Message(Bytes, ClientBody),
+    Stream(Bytes, stream::Reader),
+}
+
 impl Frontend for Rpc {
+    type Named = Read;
+
     fn kind(&self) -> Kind {
         Kind::Grpc
+    }
+
+    fn status_in_trailers(&self) -> bool {
+        true
+    }
+
+    /// Reads the call's (first) message: the model it names (off its top
+    /// level only, for an infer: nothing of it is decoded before its
+    /// caller is checked), else the default route.
+    async fn name<'c>(
+        &self,
+        config: &'c Config,
+        head: &Parts,
+        body: Payload,
+    ) -> Result<Named<'c, Read>, Error> {
+        let method = self.method()?;
+        let mut body = body.into_read()?;
+        let limits = message::limits(&head.headers, body.limit())?;
+        let (first, rest) = match method {
+            Method::ModelStreamInfer => {
+                let mut reader = stream::Reader::new(body, limits);
+                let first = reader.next().await?.ok_or(GrpcError::NoMessage)?;
+                (first.clone(), Read::Stream(first, reader))
+            }
+            _ => {
+                let bytes = message::read_one(&mut body, limits).await?;
+                (bytes.clone(), Read::Message(bytes, body))
+            }
+        };
+        let model = match method {
+            Method::ModelInfer | Method::ModelStreamInfer => {
+                let (model, _) = budget::model_of_request(&first).map_err(GrpcError::from)?;
+                Some(model.to_owned())
+            }
+            _ => meta::model_named(method, &first)?,
+        };
+        let model = model.unwrap_or_default();
+        let route = match model.as_str() {
+            "" => route::for_path(config, None, &self.path)?,
+            name => route::for_model(config, name, |_| true)?,
+        };
+        let tokens = match method {
+            Method::ModelStreamInfer => 0,
+            _ => 1,
+        };
+        Ok(Named {
+            route,
+            model,
+            read: first.len() as u64,
+            tokens,
+            rest,
+        })
     }
 
     fn route<'c>(&self, config: &'c Config, head: &Parts) -> Result<Routing<'c>, Error> {
@@ -267,7 +334,7 @@ impl Frontend for Rpc {
         }
     }
 
-    async fn serve(&self, call: Call<'_>) -> Result<Response<Body>, Error> {
+    async fn serve(&self, call: Call<'_, Read>) -> Result<Response<Body>, Error> {
         let method = self.method()?;
         match method {
             Method::HealthCheck | Method::HealthWatch => health::serve(method, call).await,

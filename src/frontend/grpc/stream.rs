@@ -38,6 +38,7 @@ use http::{HeaderMap, HeaderValue, Response, StatusCode, header};
 use http_body::Frame;
 use tokio::sync::mpsc;
 
+use super::Read;
 use super::message::{self, GrpcError};
 use super::status::{self, Code, code_of};
 use crate::codec::grpc::proto::inference::ModelInferRequest;
@@ -77,25 +78,18 @@ struct Stream {
 }
 
 /// Serves one `ModelStreamInfer` call.
-pub async fn serve(call: Call<'_>) -> Result<Response<Body>, Error> {
-    let Target::Deferred { services } = call.target else {
+pub async fn serve(call: Call<'_, Read>) -> Result<Response<Body>, Error> {
+    let (Target::Bound { exchange, .. }, Some(Read::Stream(first, reader))) =
+        (call.target, call.named)
+    else {
         return Err(RouteError::Internal {
-            what: "a stream came bound before its first message was read".into(),
+            what: "a stream came without its first message".into(),
         }
         .into());
     };
     let (head, obs) = (call.head, call.obs);
-    let mut body = call.body.into_read()?;
-    let limits = message::limits(&head.headers, body.limit())?;
-    let mut frames = FrameDecoder::new(limits);
-    let Some(first) = next_message(&mut body, &mut frames).await? else {
-        return Err(GrpcError::NoMessage.into());
-    };
-    let (model_name, _) = budget::model_of_request(&first).map_err(GrpcError::from)?;
-    let route = route::for_model(services.config(), model_name, |_| true)?;
-    let exchange = services.bind_stream(route, model_name, &head, obs).await?;
     let stream = Stream {
-        services: services.owned(),
+        services: call.services.owned(),
         route: exchange.route.clone(),
         upstream: exchange.upstream.clone(),
         obs: obs.clone(),
@@ -104,7 +98,6 @@ pub async fn serve(call: Call<'_>) -> Result<Response<Body>, Error> {
         taken: Default::default(),
     };
     let (tx, rx) = mpsc::channel(BUFFERED_FRAMES);
-    let reader = Reader { body, frames };
     let deadline = obs.deadline();
     let (out, obs) = (tx.clone(), obs.clone());
     match backend::streams(&stream.upstream) {
@@ -148,13 +141,23 @@ async fn within(
 }
 
 /// The client's side of the stream.
-struct Reader {
+#[derive(Debug)]
+pub struct Reader {
     body: ClientBody,
     frames: FrameDecoder,
 }
 
 impl Reader {
-    async fn next(&mut self) -> Result<Option<Bytes>, Error> {
+    /// The stream's messages, read off `body` under `limits` each.
+    pub fn new(body: ClientBody, limits: crate::codec::grpc::FrameLimits) -> Reader {
+        Reader {
+            body,
+            frames: FrameDecoder::new(limits),
+        }
+    }
+
+    /// The next message; `None` once the client's side has ended.
+    pub async fn next(&mut self) -> Result<Option<Bytes>, Error> {
         next_message(&mut self.body, &mut self.frames).await
     }
 }

@@ -65,6 +65,8 @@ impl Invoke {
 }
 
 impl Frontend for Invoke {
+    type Named = ();
+
     fn kind(&self) -> Kind {
         Kind::SageMaker
     }
@@ -210,6 +212,8 @@ async fn reply(
 pub struct Ping;
 
 impl Frontend for Ping {
+    type Named = ();
+
     fn kind(&self) -> Kind {
         Kind::SageMaker
     }

@@ -46,6 +46,8 @@ pub struct Infer {
 }
 
 impl Frontend for Infer {
+    type Named = ();
+
     fn kind(&self) -> Kind {
         Kind::V2
     }

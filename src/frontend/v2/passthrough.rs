@@ -38,6 +38,8 @@ pub struct Passthrough {
 }
 
 impl Frontend for Passthrough {
+    type Named = ();
+
     fn kind(&self) -> Kind {
         Kind::V2
     }
