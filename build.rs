@@ -3,14 +3,14 @@
 //! (written by `scripts/bench/symbol_order.sh` from callgrind runs), placed
 //! next to each other by lld's `--symbol-ordering-file`.
 //!
-//! Why: a request executes 2,100 (GET) to 3,400 (JSON infer) distinct
-//! 64-byte lines of code, spread over 230 to 320 pages of the 11 MB of
-//! text. Warm, that costs little; but a request that comes after the core ran something else (at
-//! c=1 behind a Triton, whose threads and Python stub evict the gateway's
-//! code) fetches them all again. Ordered, the same code sits on about half
-//! as many pages (`scripts/bench/instructions.sh --lines`), and behind a
-//! real Triton the gateway spent 16-18 % less CPU per request
-//! (docs/PERFORMANCE.md).
+//! Why: a request executes thousands of distinct 64-byte lines of code,
+//! spread over hundreds of pages of the binary's text (counted by
+//! `scripts/bench/instructions.sh --lines`). Warm, that costs little; but
+//! a request that comes after the core ran something else (at c=1 behind
+//! a Triton, whose threads and Python stub evict the gateway's code)
+//! fetches them all again. Ordered, the same code sits on fewer pages,
+//! and behind a real Triton the gateway spent less CPU per request (see
+//! docs/PERFORMANCE.md, "What each decision bought").
 //!
 //! Only where the linker is known to be lld: rustc 1.90 or later on
 //! `x86_64-unknown-linux-gnu` (its default linker since 1.90), in the

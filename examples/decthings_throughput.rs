@@ -54,7 +54,7 @@ async fn main() {
     let n = mib << 18; // f32 elements
     let values: Vec<f32> = (0..n).map(|i| i as f32 * 0.25).collect();
 
-    let backend = tensorgate::demo::spawn().await.expect("demo backend");
+    let backend = tensorgate_demo::spawn().await.expect("demo backend");
     let data = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let admin = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let config = tensorgate::config::Config::demo(

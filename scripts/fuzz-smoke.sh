@@ -48,7 +48,7 @@ fi
 
 # Corpora of the gateway targets from before they had a package of their
 # own (fuzz/corpus/<target>) move to it.
-for t in auth_credentials content_decoder decthings_evaluate; do
+for t in auth_credentials decthings_evaluate; do
     if [[ -d "$FUZZ/corpus/$t" && ! -e "$GATEWAY/corpus/$t" ]]; then
         mkdir -p "$GATEWAY/corpus"
         mv "$FUZZ/corpus/$t" "$GATEWAY/corpus/$t"

@@ -144,6 +144,9 @@ cargo test --locked --release -p tensorgate-codec --lib every_covered_float_matc
 step "gRPC demo backend with tritonclient.grpc and grpcio-health-checking (and against Triton's own statuses)"
 TENSORGATE_BIN="$BIN" bash scripts/triton-backend.sh python tests/grpc/check_demo.py ${TENSORGATE_TRITON_GRPC:+--triton "$TENSORGATE_TRITON_GRPC"}
 
+step "a gRPC backend's refusals reach tritonclient.grpc with their own codes (tests/grpc/check_refusals.py)"
+TENSORGATE_BIN="$BIN" bash scripts/triton-backend.sh python tests/grpc/check_refusals.py
+
 step "SageMaker SDK and boto3 against the SageMaker frontend (demo and real Triton)"
 TENSORGATE_BIN="$BIN" bash scripts/sagemaker/client.sh python tests/sagemaker/clients.py
 step "clients that send before they read: http.client and boto3, 16 MB and 1M-row CSVs (tests/sagemaker/send_then_read.py)"

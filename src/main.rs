@@ -20,8 +20,8 @@ static ALLOCATOR: allocator::Allocator = allocator::Allocator;
 /// aligned block on every allocation, and mimalloc 3 serves an aligned
 /// request of more than 1 KiB (a request's future, a reply's buffer)
 /// whose size is not a power of two by over-allocating and aligning
-/// inside the block, on its slow path: about 190 instructions more per
-/// such allocation under callgrind, five to fifteen of them per request.
+/// inside the block, on its slow path, for several allocations of every
+/// request (see docs/PERFORMANCE.md, "What each decision bought").
 #[allow(unsafe_code)]
 mod allocator {
     use std::alloc::{GlobalAlloc, Layout};
@@ -226,7 +226,7 @@ fn demo_backend(listen: SocketAddr, grpc_listen: Option<SocketAddr>) -> ExitCode
                     listener.local_addr()?
                 );
                 let Some(grpc_addr) = grpc_listen else {
-                    return tensorgate::demo::serve(listener, wait_for_signal()).await;
+                    return tensorgate_demo::serve(listener, wait_for_signal()).await;
                 };
                 let grpc_listener = tokio::net::TcpListener::bind(grpc_addr).await?;
                 eprintln!(
@@ -238,8 +238,8 @@ fn demo_backend(listen: SocketAddr, grpc_listen: Option<SocketAddr>) -> ExitCode
                 let until_stopped = |mut rx: tokio::sync::watch::Receiver<bool>| async move {
                     let _ = rx.wait_for(|s| *s).await;
                 };
-                let http = tensorgate::demo::serve(listener, until_stopped(stopped.clone()));
-                let grpc = tensorgate::demo::serve_grpc(grpc_listener, until_stopped(stopped));
+                let http = tensorgate_demo::serve(listener, until_stopped(stopped.clone()));
+                let grpc = tensorgate_demo::serve_grpc(grpc_listener, until_stopped(stopped));
                 let signal = async move {
                     wait_for_signal().await;
                     let _ = stop.send(true);
@@ -298,7 +298,7 @@ async fn run(args: ServeArgs) -> Result<(), String> {
             .map_err(|e| format!("--backend {}: {e}", urls.join(" --backend ")))?,
         )),
         (None, []) => {
-            let server = tensorgate::demo::spawn()
+            let server = tensorgate_demo::spawn()
                 .await
                 .map_err(|e| format!("cannot start the demo backend: {e}"))?;
             let c = Config::demo(

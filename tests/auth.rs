@@ -21,8 +21,8 @@ use std::path::PathBuf;
 use common::access_log as access;
 use common::*;
 use serde_json::json;
-use tensorgate::demo::{self, DemoServer};
 use tensorgate::server::Running;
+use tensorgate_demo::{self as demo, DemoServer};
 
 pub const ALICE: &str = "alice-key-0123456789";
 pub const BOB: &str = "bob-key-0123456789ab";

@@ -27,7 +27,7 @@ fn models_in_help() -> Vec<String> {
 async fn demo_backend_help_lists_the_models_it_serves() {
     let models = models_in_help();
     assert_eq!(models, ["simple", "identity", "repeat", "ramp", "rowsum"]);
-    let demo = tensorgate::demo::spawn().await.unwrap();
+    let demo = tensorgate_demo::spawn().await.unwrap();
     for m in &models {
         let got = common::send(demo.addr, "GET", &format!("/v2/models/{m}/ready"), &[], "").await;
         assert_eq!(got.status, 200, "model {m}");

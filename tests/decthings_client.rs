@@ -26,8 +26,8 @@ mod types;
 
 use dc::*;
 use decthings_api::client::rpc::model::EvaluateResult;
-use tensorgate::demo::{self, DemoServer};
 use tensorgate::server::Running;
+use tensorgate_demo::{self as demo, DemoServer};
 use tokio::net::TcpListener;
 
 /// A gateway with the demo configuration in front of a fresh demo backend.

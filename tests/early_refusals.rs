@@ -94,7 +94,7 @@ fn infer_head(extra: &str, len: usize) -> String {
 /// request fails on its connection.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn keep_alive_clients_over_a_rate_limit_only_see_200_and_429() {
-    let backend = tensorgate::demo::spawn().await.unwrap();
+    let backend = tensorgate_demo::spawn().await.unwrap();
     let gw = gateway(&simple_config(
         &backend.url(),
         "[routes.rate_limit]\nrequests_per_second = 50\nburst = 10\n",
@@ -153,7 +153,7 @@ async fn keep_alive_clients_over_a_rate_limit_only_see_200_and_429() {
 /// throw away gets `Connection: close` with the refusal.
 #[tokio::test]
 async fn a_401_keeps_the_connection_or_says_close() {
-    let backend = tensorgate::demo::spawn().await.unwrap();
+    let backend = tensorgate_demo::spawn().await.unwrap();
     let keys = keys_file("alice:alice-key-0123456789\n");
     let gw = gateway(&simple_config(
         &backend.url(),
@@ -195,7 +195,7 @@ async fn a_401_keeps_the_connection_or_says_close() {
 /// A declared length over the limit: 413 with `Connection: close`.
 #[tokio::test]
 async fn a_413_from_the_head_says_close() {
-    let backend = tensorgate::demo::spawn().await.unwrap();
+    let backend = tensorgate_demo::spawn().await.unwrap();
     let gw = gateway(&simple_config(
         &backend.url(),
         "[routes.limits]\nmax_body_bytes = 1024\n",

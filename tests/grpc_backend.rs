@@ -12,9 +12,9 @@ mod common;
 use common::{gateway, post_binary, post_json, send, split_binary};
 use serde_json::json;
 use tensorgate::codec::grpc::proto::inference::*;
-use tensorgate::demo::{self, DemoGrpcServer};
-use tensorgate::grpc::inference::grpc_inference_service_client::GrpcInferenceServiceClient;
 use tensorgate::server::Running;
+use tensorgate_demo::grpc::inference::grpc_inference_service_client::GrpcInferenceServiceClient;
+use tensorgate_demo::{self as demo, DemoGrpcServer};
 use tonic::Code;
 
 async fn start(replicas: usize) -> (Vec<DemoGrpcServer>, Running) {

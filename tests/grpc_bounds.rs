@@ -23,8 +23,8 @@ use prost::Message;
 use tensorgate::codec::grpc::frame;
 use tensorgate::codec::grpc::proto::inference::model_infer_request::InferInputTensor;
 use tensorgate::codec::grpc::proto::inference::*;
-use tensorgate::demo;
-use tensorgate::grpc::inference::grpc_inference_service_client::GrpcInferenceServiceClient;
+use tensorgate_demo as demo;
+use tensorgate_demo::grpc::inference::grpc_inference_service_client::GrpcInferenceServiceClient;
 use tonic::transport::Channel;
 
 type Client = GrpcInferenceServiceClient<Channel>;
@@ -522,7 +522,7 @@ async fn statistics_without_a_model_answer_for_the_routes_own_models() {
 #[tokio::test]
 async fn health_watches_are_bounded_per_client_and_not_in_flight() {
     use tensorgate::codec::grpc::proto::health::HealthCheckRequest;
-    use tensorgate::grpc::health::health_client::HealthClient;
+    use tensorgate_demo::grpc::health::health_client::HealthClient;
     let demo = demo::spawn().await.unwrap();
     let gw = gateway(&common::server_config(
         &format!("http://{}", demo.addr),

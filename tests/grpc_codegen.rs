@@ -1,9 +1,9 @@
 //! The committed gRPC code is what `proto/` generates.
 //!
 //! The messages (prost, in the codec crate) and the services (tonic, in
-//! `src/grpc/`) are generated from `proto/` and committed, so that building
-//! tensorgate needs neither `protoc` nor a code generator, and a change of
-//! generated code shows in review. This test generates both again with
+//! the demo crate's `src/grpc/`) are generated from `proto/` and committed,
+//! so that building tensorgate needs neither `protoc` nor a code generator,
+//! and a change of generated code shows in review. This test generates both again with
 //! protox (a protobuf compiler in Rust) and the same prost / tonic
 //! generators, and fails when a committed file differs: after editing a
 //! `.proto` file, or after a prost / tonic upgrade that changes their
@@ -32,8 +32,9 @@ const PROTOS: [&str; 2] = [
 /// Where the messages go: the codec crate, which has no tokio.
 const MESSAGES_DIR: &str = "crates/codec/src/codec/grpc/generated";
 /// Where the tonic services and clients go, naming the codec crate's
-/// messages.
-const SERVICES_DIR: &str = "src/grpc/generated";
+/// messages: the demo crate, whose gRPC server and the tests' clients are
+/// their only users.
+const SERVICES_DIR: &str = "crates/demo/src/grpc/generated";
 
 /// The generated files, by name: `inference.rs` and `grpc.health.v1.rs`.
 const FILES: [&str; 2] = ["inference.rs", "grpc.health.v1.rs"];

@@ -20,7 +20,7 @@ use hyper_util::rt::{TokioExecutor, TokioIo};
 use prost::Message;
 use tensorgate::codec::grpc::frame;
 use tensorgate::codec::grpc::proto::inference::*;
-use tensorgate::grpc::inference::grpc_inference_service_client::GrpcInferenceServiceClient;
+use tensorgate_demo::grpc::inference::grpc_inference_service_client::GrpcInferenceServiceClient;
 use tokio::net::TcpListener;
 use tonic::Code;
 use tonic::transport::Channel;

@@ -16,9 +16,9 @@ use tensorgate::codec::grpc::proto::inference::model_infer_request::{
     InferInputTensor, InferRequestedOutputTensor,
 };
 use tensorgate::codec::grpc::proto::inference::*;
-use tensorgate::demo::{DemoGrpcServer, spawn_grpc};
-use tensorgate::grpc::health::health_client::HealthClient;
-use tensorgate::grpc::inference::grpc_inference_service_client::GrpcInferenceServiceClient;
+use tensorgate_demo::grpc::health::health_client::HealthClient;
+use tensorgate_demo::grpc::inference::grpc_inference_service_client::GrpcInferenceServiceClient;
+use tensorgate_demo::{DemoGrpcServer, spawn_grpc};
 use tokio_stream::StreamExt;
 use tonic::Code;
 use tonic::transport::Channel;

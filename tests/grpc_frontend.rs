@@ -13,10 +13,10 @@ use tensorgate::codec::grpc::proto::health::HealthCheckRequest;
 use tensorgate::codec::grpc::proto::health::health_check_response::ServingStatus;
 use tensorgate::codec::grpc::proto::inference::model_infer_request::InferInputTensor;
 use tensorgate::codec::grpc::proto::inference::*;
-use tensorgate::demo;
-use tensorgate::grpc::health::health_client::HealthClient;
-use tensorgate::grpc::inference::grpc_inference_service_client::GrpcInferenceServiceClient;
 use tensorgate::server::Running;
+use tensorgate_demo as demo;
+use tensorgate_demo::grpc::health::health_client::HealthClient;
+use tensorgate_demo::grpc::inference::grpc_inference_service_client::GrpcInferenceServiceClient;
 use tonic::Code;
 use tonic::transport::Channel;
 

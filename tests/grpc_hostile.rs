@@ -22,8 +22,8 @@ use hyper_util::rt::{TokioExecutor, TokioIo};
 use prost::Message;
 use tensorgate::codec::grpc::proto::inference::model_infer_request::InferInputTensor;
 use tensorgate::codec::grpc::proto::inference::*;
-use tensorgate::demo;
 use tensorgate::server::Running;
+use tensorgate_demo as demo;
 use tokio_stream::wrappers::ReceiverStream;
 
 const METHOD: &str = "/inference.GRPCInferenceService/ModelInfer";

@@ -17,7 +17,7 @@ use decthings_api::client::DecthingsRpcError;
 use decthings_api::client::rpc::model::EvaluateError;
 use decthings_api::tensor::DecthingsTensor;
 use serde_json::json;
-use tensorgate::demo;
+use tensorgate_demo as demo;
 
 async fn ok_backend() -> TestBackend {
     TestBackend::start(|_| async { reply(200, &[], "{}") }).await

@@ -19,9 +19,9 @@ use std::time::{Duration, Instant};
 use certs::TempDir;
 use common::*;
 use procs::{Proc, free_port, wait_listening};
-use tensorgate::demo::DemoServer;
 use tensorgate::reload::{self, Loader, Overrides, Source};
 use tensorgate::server::{self, Running};
+use tensorgate_demo::DemoServer;
 use tokio::net::TcpListener;
 
 /// Rule A: the identity model takes `[N, 4]` only; rule B: any shape.
@@ -85,7 +85,7 @@ impl Harness {
     /// changes polled every `poll`.
     async fn start(tag: &str, poll: Duration) -> Harness {
         let dir = TempDir::new(tag);
-        let demo = tensorgate::demo::spawn().await.unwrap();
+        let demo = tensorgate_demo::spawn().await.unwrap();
         let file = dir.write("tensorgate.toml", config(&demo.url(), A, ""));
         Harness::on(dir, file, demo, poll).await
     }
@@ -328,7 +328,7 @@ async fn a_bad_file_refused_on_signal_is_not_retried_by_the_watcher() {
 #[tokio::test]
 async fn a_configmap_style_symlink_swap_is_picked_up() {
     let dir = TempDir::new("reload-configmap");
-    let demo = tensorgate::demo::spawn().await.unwrap();
+    let demo = tensorgate_demo::spawn().await.unwrap();
     let first = dir.path("..2026_01_01_00_00_00.000000001");
     std::fs::create_dir(&first).unwrap();
     std::fs::write(first.join("tensorgate.toml"), config(&demo.url(), A, "")).unwrap();
@@ -381,7 +381,7 @@ async fn a_rotated_key_file_is_reloaded_and_rate_limit_buckets_survive_reloads()
     const ALICE: &str = "alice-key-0123456789";
     const BOB: &str = "bob-key-0123456789ab";
     let dir = TempDir::new("reload-keys");
-    let demo = tensorgate::demo::spawn().await.unwrap();
+    let demo = tensorgate_demo::spawn().await.unwrap();
     dir.write("keys", format!("alice:{ALICE}\n"));
     let file = dir.write("tensorgate.toml", guarded(&demo.url(), "first"));
     let h = Harness::on(dir, file, demo, Duration::from_millis(50)).await;
@@ -436,7 +436,7 @@ async fn wait_metric(admin: std::net::SocketAddr, series: &str, want: f64, p: &P
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sighup_reloads_the_binary_and_refuses_a_new_listen_address() {
     let dir = TempDir::new("reload-sighup");
-    let demo = tensorgate::demo::spawn().await.unwrap();
+    let demo = tensorgate_demo::spawn().await.unwrap();
     let (data, admin) = (free_port(), free_port());
     let listen = format!("listen = \"127.0.0.1:{data}\"\nadmin_listen = \"127.0.0.1:{admin}\"");
     let text = config(&demo.url(), A, &listen);

@@ -11,8 +11,8 @@ use std::path::{Path, PathBuf};
 
 use common::{Got, TestBackend, gateway, reply, send};
 use serde_json::{Value, json};
-use tensorgate::demo::{self, DemoServer};
 use tensorgate::server::Running;
+use tensorgate_demo::{self as demo, DemoServer};
 
 async fn demo_gateway() -> (DemoServer, Running) {
     let backend = demo::spawn().await.unwrap();

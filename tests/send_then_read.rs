@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use common::raw::{RawResponse, read_response};
 use common::*;
-use tensorgate::demo;
+use tensorgate_demo as demo;
 use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpSocket, TcpStream};
 

@@ -252,7 +252,7 @@ async fn grpc_calls_held_by_flow_control_give_back_slots_and_replies() {
     use tensorgate::codec::grpc::frame;
     use tensorgate::codec::grpc::proto::inference::ModelInferRequest;
     use tensorgate::codec::grpc::proto::inference::model_infer_request::InferInputTensor;
-    let demo = tensorgate::demo::spawn().await.unwrap();
+    let demo = tensorgate_demo::spawn().await.unwrap();
     let gw = gateway(&format!(
         r#"
 [server]

@@ -172,7 +172,7 @@ async fn h2_infer(send: &mut hyper::client::conn::http2::SendRequest<Full<Bytes>
 
 #[tokio::test]
 async fn an_http2_connection_past_its_handshake_is_kept_then_closed_when_idle() {
-    let demo = tensorgate::demo::spawn().await.unwrap();
+    let demo = tensorgate_demo::spawn().await.unwrap();
     let backend = format!("http://{}", demo.addr);
     let gw = gateway(&server_config(&backend, &server_keys("1s"))).await;
     let (mut send, ended) = h2_client(&gw).await;

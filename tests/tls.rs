@@ -15,9 +15,9 @@ use common::*;
 use rustls::server::{ClientHello, ResolvesServerCert};
 use rustls::sign::CertifiedKey;
 use tensorgate::config;
-use tensorgate::demo::DemoServer;
 use tensorgate::reload::{self, Loader, Overrides, Source};
 use tensorgate::server::{self, Running};
+use tensorgate_demo::DemoServer;
 use tokio::net::TcpListener;
 
 const SIMPLE: &str = r#"{"inputs":[{"name":"INPUT0","shape":[1,16],"datatype":"INT32","data":[1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16]},{"name":"INPUT1","shape":[1,16],"datatype":"INT32","data":[1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1]}]}"#;
@@ -34,8 +34,8 @@ async fn tls_gateway(
     dir: &TempDir,
     tls_keys: &str,
     server_keys: &str,
-) -> (Running, tensorgate::demo::DemoServer) {
-    let demo = tensorgate::demo::spawn().await.unwrap();
+) -> (Running, tensorgate_demo::DemoServer) {
+    let demo = tensorgate_demo::spawn().await.unwrap();
     let toml = format!(
         r#"
 [server]
@@ -258,13 +258,13 @@ impl ResolvesServerCert for Recording {
 async fn https_backend(
     leaf: &Leaf,
     client_ca: Option<&Ca>,
-) -> (tensorgate::demo::DemoServer, Arc<Recording>) {
+) -> (tensorgate_demo::DemoServer, Arc<Recording>) {
     let recording = Arc::new(Recording {
         key: certified_key(leaf),
         hellos: Mutex::new(Vec::new()),
     });
     let config = tls_server_config(recording.clone(), client_ca, &[b"http/1.1"]);
-    let demo = tensorgate::demo::spawn_tls(config).await.unwrap();
+    let demo = tensorgate_demo::spawn_tls(config).await.unwrap();
     (demo, recording)
 }
 
@@ -399,7 +399,7 @@ async fn a_rotated_certificate_is_served_to_new_connections_without_a_restart() 
     let first = ca.leaf("gateway-1", &["localhost"]);
     let second = ca.leaf("gateway-2", &["localhost"]);
     first.write(&dir, "server");
-    let demo = tensorgate::demo::spawn().await.unwrap();
+    let demo = tensorgate_demo::spawn().await.unwrap();
     let (gw, _reloads) = watched_tls_gateway(&dir, &demo).await;
 
     let config = client_config(&ca, &[b"http/1.1"], None);
@@ -451,7 +451,7 @@ async fn a_certificate_without_its_new_key_is_kept_out_until_the_key_comes() {
     let first = ca.leaf("gateway-1", &["localhost"]);
     let second = ca.leaf("gateway-2", &["localhost"]);
     first.write(&dir, "server");
-    let demo = tensorgate::demo::spawn().await.unwrap();
+    let demo = tensorgate_demo::spawn().await.unwrap();
     let (gw, _reloads) = watched_tls_gateway(&dir, &demo).await;
     let config = client_config(&ca, &[b"http/1.1"], None);
     let served = || async {

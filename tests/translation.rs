@@ -8,8 +8,8 @@ mod common;
 use bytes::Bytes;
 use common::*;
 use serde_json::{Value, json};
-use tensorgate::demo;
 use tensorgate::http::encoding::{Coding, Decoder, compress};
+use tensorgate_demo as demo;
 
 /// A gateway (binary backend format) in front of a fresh demo backend.
 async fn setup(format: &str) -> (demo::DemoServer, tensorgate::server::Running) {

@@ -13,10 +13,17 @@ so a new module must be placed.
 
 How it reads the sources (Python stdlib only, no Rust toolchain):
 
-- Each crate (crates/codec/src/lib.rs, src/lib.rs, and the binary
-  src/main.rs) is walked from its root along its `mod x;` declarations
-  (`#[path]` and `include!` followed), so every module is known with its
-  path, and a file no module declares is reported rather than skipped.
+- Each crate (crates/codec/src/lib.rs, crates/demo/src/lib.rs,
+  src/lib.rs, and the binary src/main.rs) is walked from its root along
+  its `mod x;` declarations (`#[path]` and `include!` followed), so every
+  module is known with its path, and a file no module declares is
+  reported rather than skipped.
+- The floors are those of the gateway crate (src/) and of the codec
+  crate, whose top-level modules src/ re-exports at its root. The demo
+  crate (crates/demo) sits beside the codec crate, below the gateway and
+  on none of its floors: its modules are checked for importing each other
+  only, and a path into it from src/ (`tensorgate_demo::serve`) is another
+  crate's, like a dependency's, not an import of a module of the gateway.
 - Each file is tokenized: comments (line, doc, nested block comments) are
   dropped, and string, raw string, byte string and char literals are one
   opaque token each (a lifetime is not a char literal), so neither a `//`
@@ -180,7 +187,7 @@ class Crate:
     def __init__(self, name, root_file, library, siblings):
         self.name = name
         self.root_file = root_file
-        self.library = library  # floors apply (a binary sits above them all)
+        self.library = library  # floors apply (not to a binary, above them all, nor the demo)
         self.siblings = siblings  # names of the other crates checked here
         self.files = set()
         self.root = Module((), None)
@@ -608,21 +615,31 @@ def crate_name(src_dir):
     return m.group(1).replace("-", "_") if m else os.path.basename(os.path.dirname(src_dir))
 
 
+# The crates checked, by source folder, and whether the floors apply to
+# them. The codec crate's top-level modules are on the lowest floors (src/
+# re-exports them under the same names); the demo crate is on no floor:
+# only its modules importing each other are looked for, and paths into it
+# from the floored crates, or out of it, are not followed.
+CRATES = (("crates/codec/src", True), ("crates/demo/src", False), ("src", True))
+
+
 def run(root):
     """The problems of the tree at `root`, and the floors."""
     floor_of = floors_from(os.path.join(root, "docs", "ARCHITECTURE.md"))
     problems = []
-    dirs = [d for d in ("crates/codec/src", "src") if os.path.isdir(os.path.join(root, d))]
-    names = {d: crate_name(os.path.join(root, d)) for d in dirs}
+    dirs = [(d, f) for d, f in CRATES if os.path.isdir(os.path.join(root, d))]
+    names = {d: crate_name(os.path.join(root, d)) for d, _ in dirs}
+    floored = {names[d] for d, f in dirs if f}
     crates = []
-    for d in dirs:
+    for d, on_floors in dirs:
         src = os.path.join(root, d)
-        others = {n for e, n in names.items() if e != d}
+        others = {n for e, n in names.items() if e != d and n in floored} if on_floors else set()
         for root_name, library in (("lib.rs", True), ("main.rs", False)):
             root_file = os.path.join(src, root_name)
             if os.path.isfile(root_file):
-                own = set() if library else {names[d]}
-                crates.append((src, Crate(names[d], root_file, library, others | own)))
+                own = set() if library or not on_floors else {names[d]}
+                crate = Crate(names[d], root_file, library and on_floors, others | own)
+                crates.append((src, crate))
     reached = collections.defaultdict(set)
     for src, crate in crates:
         read_crate(root, crate, problems)

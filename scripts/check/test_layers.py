@@ -275,6 +275,28 @@ class CaughtTest(unittest.TestCase):
         self.assertEqual(found, [])
 
 
+    def test_demo_crate_modules_importing_each_other(self):
+        # The demo crate is on no floor, but its modules are checked for
+        # importing each other, at the top level and below.
+        found = problems(dict(low_crate(""), **{
+            "crates/demo/Cargo.toml": '[package]\nname = "the-demo"\n',
+            "crates/demo/src/lib.rs": "mod catalog;\nmod routes;\npub mod grpc;\n",
+            "crates/demo/src/catalog.rs": "pub struct M;\npub fn f(_: crate::routes::R) {}\n",
+            "crates/demo/src/routes.rs": "use super::catalog::M;\npub struct R(M);\n",
+            "crates/demo/src/grpc/mod.rs": "mod a;\nmod b;\n",
+            "crates/demo/src/grpc/a.rs": "use super::b::B;\npub struct A;\n",
+            "crates/demo/src/grpc/b.rs": "pub struct B(crate::grpc::a::A);\n",
+            "crates/demo/src/stray.rs": "",
+        }))
+        self.assertEqual(found, [
+            "catalog, routes import each other (crates/demo/src/catalog.rs:2; "
+            "crates/demo/src/routes.rs:1)",
+            "grpc::a, grpc::b import each other (crates/demo/src/grpc/a.rs:1; "
+            "crates/demo/src/grpc/b.rs:1)",
+            "crates/demo/src/stray.rs: no `mod` declares it (nor `include!`), so it is not checked",
+        ])
+
+
 class NotCaughtTest(unittest.TestCase):
     """Things the check must not take for imports or cycles."""
 
@@ -339,6 +361,24 @@ class NotCaughtTest(unittest.TestCase):
             pub(in crate::low) fn f() {}
             mod inner { pub(super) fn g() {} pub(in super::super::low) fn h() {} }
             """)), [])
+
+
+    def test_demo_crate_is_on_no_floor_and_another_crate_from_src(self):
+        # The demo crate's modules need no floor; a path into it from src/
+        # is not an import of a gateway module (not `routes`, not `serve`),
+        # and its paths into the codec crate are not followed either.
+        self.assertEqual(problems({
+            "crates/codec/Cargo.toml": '[package]\nname = "the-codec"\n',
+            "crates/codec/src/lib.rs": "pub mod wire;\n",
+            "crates/codec/src/wire.rs": "pub struct W;\n",
+            "crates/demo/Cargo.toml": '[package]\nname = "the-demo"\n',
+            "crates/demo/src/lib.rs": "mod routes;\npub use routes::serve;\n",
+            "crates/demo/src/routes.rs": "use the_codec::wire::W;\npub fn serve(_: W) {}\n",
+            "src/lib.rs": "pub use the_codec::wire;\n" + LIB,
+            "src/high.rs": "",
+            "src/low.rs": "use the_demo::serve;\npub fn l() { the_demo::routes(); }\n",
+            "src/main.rs": "fn main() { the_demo::serve(); }\n",
+        }, FLOORS.replace("low a b\n", "wire\nlow a b\n")), [])
 
 
 class CommandLineTest(unittest.TestCase):

@@ -18,12 +18,12 @@ use serde_json::Value;
 
 use crate::codec::decthings::{self, DecodeError, DecodeLimits, EncodeError, Layout};
 use crate::codec::describe::{self, DescribeError};
+use crate::codec::pieces::concat;
 use crate::codec::v2::framing::{self, FramingError, HeaderReader};
 use crate::codec::v2::json_write::{TensorForm, inline_data, write_document};
 use crate::codec::v2::{
     BinaryCollector, DocError, DocKind, DocLimits, DocParser, EntryData, Subject,
 };
-use crate::http::body::concat;
 use crate::tensor::{DecthingsType, check_data};
 
 /// A debugging command failed; `main` prints it and exits with status 1.

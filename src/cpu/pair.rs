@@ -9,8 +9,9 @@
 //! and run by the caller, so a request never waits on the pool's queue; a
 //! panic on either side goes on unwinding in the caller; outside a tokio
 //! runtime both parts run on the caller. A 1M FP32 JSON request converts
-//! in about half its one-thread time this way, against two thirds with a
-//! pool hand-off per 408 KiB chunk (`cargo bench --bench two_threads`).
+//! faster this way than with a pool hand-off per 408 KiB chunk (`cargo
+//! bench --bench two_threads`; see docs/PERFORMANCE.md, "What each
+//! decision bought").
 
 use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
 use std::sync::atomic::{AtomicU8, Ordering};

@@ -39,7 +39,7 @@ impl Gateway {
     /// Whether `route` checks its callers at all: keys to check, or rate
     /// limits to charge. A request on a route with neither has no caller
     /// to record ([`Gateway::admit_caller`] records none) and skips the
-    /// check (about 400 instructions per request under callgrind).
+    /// check (measurable with scripts/bench/instructions.sh).
     pub fn checks_callers(&self, route: &Route) -> bool {
         route.auth.is_some() || self.shared.limits.route(&route.name).is_some()
     }

@@ -112,15 +112,15 @@ const PLAIN_SEGMENTS: usize = 8;
 /// as [`path::split_path`] splits it, and their number; `None` for any
 /// other path, which `split_path` decodes (or refuses). Most requests'
 /// paths are plain: `split_path`'s list of segments and the copy
-/// `V2Path::parse` makes of it cost about 750 instructions per request
-/// under callgrind.
+/// `V2Path::parse` makes of it would be allocated for each of them (see
+/// docs/PERFORMANCE.md, "What each decision bought").
 fn plain_segments<'a>(raw: &'a str, segs: &mut [&'a str; PLAIN_SEGMENTS]) -> Option<usize> {
     let rest = raw.strip_prefix('/').unwrap_or(raw);
     if rest.is_empty() {
         return Some(0);
     }
-    // One pass over the bytes: `str::split` and a search for `%` cost
-    // twice as much on a path of a few segments.
+    // One pass over the bytes, where `str::split` and a search for `%`
+    // take two.
     let mut n = 0;
     let mut push = |segment: Option<&'a str>| {
         let segment = segment.filter(|s| *s != "." && *s != "..")?;

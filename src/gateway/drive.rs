@@ -62,7 +62,7 @@ impl Gateway {
     pub fn handle(self, mut req: Request<Incoming>, peer: Option<IpAddr>) -> Handling {
         let endpoint = dispatch::endpoint(&req, &self.shared.prefixes);
         // Only the per-client bounds read it: a request's first extension
-        // allocates its map (about 700 instructions under callgrind).
+        // allocates its map (measurable with scripts/bench/instructions.sh).
         let watch = matches!(&endpoint, Ok(Endpoint::Grpc(r)) if r.method == Some(grpc::Method::HealthWatch));
         if let (true, Some(ip)) = (self.shared.per_client.is_some() || watch, peer) {
             req.extensions_mut().insert(ClientAddr(ip));
@@ -411,9 +411,10 @@ impl Services for Gateway {
 /// The future `make` returns, built in its box. `Box::pin(make())` builds
 /// it on the stack and copies all of it into the box, though a future not
 /// yet polled holds only its arguments: a request's future has room for
-/// every phase of its frontend (the V2 infer's is about 8.6 KB, whose
-/// copy cost 8,600 instructions per request under callgrind). Allocated
-/// first, the box is where the optimizer builds it.
+/// every phase of its frontend (the V2 infer's runs to kilobytes, all of
+/// them copied for every request; see docs/PERFORMANCE.md, "What each
+/// decision bought"). Allocated first, the box is where the optimizer
+/// builds it.
 fn boxed<F>(make: impl FnOnce() -> F) -> Handling
 where
     F: Future<Output = Response<Metered<Body>>> + Send + 'static,

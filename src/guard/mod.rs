@@ -16,7 +16,7 @@
 //! request slot until then. Requests in flight per client address are
 //! bounded by [`clients`] when configured. Tensor
 //! elements are charged when the core prepares the backend request
-//! ([`crate::infer::backend::prepare`]), the first moment they are
+//! ([`crate::infer::call`]), the first moment they are
 //! known.
 //!
 //! State: the buckets live in [`limits::Registry`], outside the

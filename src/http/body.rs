@@ -5,7 +5,7 @@ use std::collections::VecDeque;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 use http_body::{Frame, SizeHint};
 use http_body_util::BodyExt;
 
@@ -26,22 +26,6 @@ pub fn empty() -> Body {
     http_body_util::Empty::new()
         .map_err(|never| match never {})
         .boxed_unsync()
-}
-
-/// Joins pieces, without copying when at most one is non-empty.
-pub fn concat(mut pieces: Vec<Bytes>) -> Bytes {
-    pieces.retain(|p| !p.is_empty());
-    match pieces.len() {
-        0 => Bytes::new(),
-        1 => pieces.pop().unwrap_or_default(),
-        _ => {
-            let mut out = BytesMut::with_capacity(pieces.iter().map(Bytes::len).sum());
-            for p in pieces {
-                out.extend_from_slice(&p);
-            }
-            out.freeze()
-        }
-    }
 }
 
 /// `{"error": message}` as bytes.

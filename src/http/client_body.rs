@@ -17,9 +17,9 @@ use http_body_util::BodyExt;
 use http::HeaderMap;
 use sha2::{Digest as _, Sha256};
 
+use crate::codec::pieces::concat;
 use crate::error::{Class, Classified, Classify, TensorLabel};
 use crate::http::body::Body;
-use crate::http::body::concat;
 use crate::http::encoding::Inflated;
 use crate::http::encoding::{Coding, Decoder, InflateError, UnsupportedCoding, request_coding};
 use crate::http::idle::{Idle, Stalled};

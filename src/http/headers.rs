@@ -27,9 +27,10 @@ const SCAN: usize = 8;
 /// are few: a lookup hashes a custom name byte by byte and probes, even
 /// for a name the message does not carry (most requests carry none of the
 /// gateway's own headers), where comparing a few names is cheaper.
-/// Inlined, the lookup kept out of line: it is asked 8-11 times per
+/// Inlined, the lookup kept out of line: it is asked several times per
 /// request, and as a call of its own (with the lookup's registers saved
-/// and restored) it cost about as much as the comparisons.
+/// and restored) it cost about as much as the comparisons (see
+/// docs/PERFORMANCE.md, "What each decision bought").
 #[inline(always)]
 pub fn lacks(headers: &HeaderMap, name: &HeaderName) -> bool {
     if headers.keys_len() <= SCAN {
@@ -80,8 +81,8 @@ pub fn strip_hop_by_hop(headers: &mut HeaderMap) {
 
 /// Whether `name` is one of [`HOP_BY_HOP`] or `proxy-connection`: most
 /// names are ruled out by their length alone (2, 7, 10 or 16-19 bytes
-/// for these), without comparing them with nine names (about 20
-/// instructions a name, twice per proxied request, under callgrind).
+/// for these), without comparing them with nine names (every name, twice
+/// per proxied request; measurable with scripts/bench/instructions.sh).
 fn is_hop_by_hop(name: &HeaderName) -> bool {
     matches!(name.as_str().len(), 2 | 7 | 10 | 16..=19)
         && (HOP_BY_HOP.contains(name) || name.as_str() == "proxy-connection")
@@ -114,10 +115,10 @@ pub fn strip_credentials(headers: &mut HeaderMap) {
 
 /// Removes the headers that describe a body the gateway rewrites. One pass
 /// over the names finds those present: a removal hashes its name and
-/// probes even for a name the message does not carry (measured: about 300
-/// instructions a removal, four per message). A map of nothing else (a
-/// backend's reply, often) is emptied whole instead, keeping its
-/// allocation: under callgrind about half the cost of its removals.
+/// probes even for a name the message does not carry, four per message.
+/// A map of nothing else (a backend's reply, often) is emptied whole
+/// instead, keeping its allocation, which costs less than its removals
+/// (measurable with scripts/bench/instructions.sh).
 pub fn strip_body_headers(headers: &mut HeaderMap) {
     const BODY: [HeaderName; 4] = [
         header::CONTENT_LENGTH,

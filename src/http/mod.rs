@@ -1,6 +1,6 @@
 //! HTTP plumbing every floor above shares: the body type the gateway serves
 //! and sends ([`body`]), hop-by-hop and credential headers ([`headers`]),
-//! gzip and deflate both ways ([`encoding`]), and reading a client's request
+//! content codings over HTTP ([`encoding`]), and reading a client's request
 //! body within its limits and deadlines ([`client_body`]; off the
 //! connection, [`wire`]), and replies held for clients not taking them yet
 //! ([`spool`]). Knows nothing of routes, backends or tensors.

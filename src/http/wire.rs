@@ -96,8 +96,8 @@ impl BodyClock {
     /// starting now. An HTTP/1 body of a length above 0 has it from its
     /// `Content-Length` alone, as hyper parsed and checked it (a
     /// `Transfer-Encoding` takes it out of the head): no second lookup and
-    /// parse of the header (about 180 instructions per infer under
-    /// callgrind). Any other body's is read from the head.
+    /// parse of the header (measurable with scripts/bench/instructions.sh).
+    /// Any other body's is read from the head.
     pub fn for_request(
         headers: &HeaderMap,
         body: &Incoming,

@@ -1,16 +1,20 @@
 //! The inference core every frontend shares: the request and reply types
-//! ([`request`]), which route serves a model ([`route`]) and which of its
-//! backends a request goes to ([`split`]), the checks of tensor heads
-//! against a route's rules ([`checks`]), the one client for V2 backends
-//! ([`backend`]), the cache of backend model metadata ([`metadata`]), the
-//! checks of raw binary requests that need it ([`raw_input`]), and shadow
-//! copies ([`shadow`]).
+//! ([`request`]); which route serves a model ([`route`]) and which of its
+//! backends a request goes to ([`split`]); the checks of tensor heads
+//! against a route's rules ([`checks`]); the one inference call every
+//! frontend's infer goes through ([`call`], its stages in one order); the
+//! calls other than infer in neutral types ([`calls`]); the backends
+//! behind one interface, one implementation per protocol ([`backend`]);
+//! the cache of backend model metadata ([`metadata`]); raw binary requests
+//! ([`raw_input`]); shadow copies ([`shadow`]); statistics cut to a route's
+//! models ([`stats`]).
 //!
 //! Nothing here knows which frontend called it: a frontend reads its
-//! protocol into an [`InferRequest`], hands it to [`backend::prepare`], and
-//! renders the [`InferReply`] (or streams the backend's reply) in its own
-//! protocol. The core's own failures are [`InferError`]s; the upstream's
-//! and the guard's pass through them unchanged.
+//! protocol into an [`InferRequest`], hands it to an
+//! [`InferCall`](call::InferCall), and renders the [`InferReply`] (or
+//! streams the backend's reply) in its own protocol. The core's own
+//! failures are [`InferError`]s; the upstream's and the guard's pass
+//! through them unchanged.
 
 pub mod backend;
 pub mod call;

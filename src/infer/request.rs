@@ -9,8 +9,8 @@
 
 use bytes::Bytes;
 
+use crate::codec::pieces::concat;
 use crate::codec::v2::{DocKind, Document, TensorEntry};
-use crate::http::body::concat;
 
 /// A backend model, and optionally one version of it.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]

@@ -1,19 +1,19 @@
 //! The access log: one line per request, formatted on the request's thread
 //! and appended to the lines waiting for a dedicated writer thread, so a
 //! slow stderr (or a full disk) never stalls a request. Formatting
-//! `tracing` fields one by one cost more than everything else the gateway
-//! did for a proxied GET (measured with callgrind: 39% of all
-//! instructions), so the line is written directly, in the process's log
-//! format (`text` or `json`, the same fields and names as the
-//! `tensorgate::access` events).
+//! `tracing` fields one by one cost more than anything else the gateway
+//! did for a proxied GET (measurable with scripts/bench/instructions.sh),
+//! so the line is written directly, in the process's log format (`text`
+//! or `json`, the same fields and names as the `tensorgate::access`
+//! events).
 //!
 //! A line is formatted under a lock straight onto the end of the waiting
-//! lines (about a microsecond's work, no system call: the lock is held by
-//! a request's thread for its line alone, and by the writer for a swap);
-//! the writer takes them all at once every [`WRITE_INTERVAL`]. A line
-//! costs no allocation, no copy and no channel message (a line of its own
-//! through a channel cost about 400 instructions more per request under
-//! callgrind, the writer's share included).
+//! lines (a short hold, no system call: the lock is held by a request's
+//! thread for its line alone, and by the writer for a swap); the writer
+//! takes them all at once every [`WRITE_INTERVAL`]. A line costs no
+//! allocation, no copy and no channel message (a line of its own through
+//! a channel cost more per request, the writer's share included; see
+//! docs/PERFORMANCE.md, "What each decision bought").
 //!
 //! The writer is installed once per process ([`install`], by `main`);
 //! until then, and in tests that capture `tracing` output, lines go out as
@@ -121,8 +121,9 @@ pub fn install(format: Format, writer: Box<dyn Write + Send>) -> bool {
 
 /// Whether a request's access line is wanted. With the writer installed,
 /// as its subscriber said when it was (the binary's filter is fixed at
-/// start): asking the subscriber cost about 85 instructions per request
-/// under callgrind. Without it, the current subscriber is asked.
+/// start), where asking the subscriber for every request cost more (see
+/// docs/PERFORMANCE.md, "What each decision bought"). Without it, the
+/// current subscriber is asked.
 pub fn enabled() -> bool {
     match SINK.get() {
         Some(sink) => sink.on,
@@ -142,8 +143,8 @@ pub fn flush(timeout: Duration) {
 
 /// How often the writer wakes to write what waits. Requests never wake
 /// it: a request that did would pay a futex call and a context switch
-/// (measured), while this costs one wake-up per interval whatever the
-/// load.
+/// (see docs/PERFORMANCE.md, "What each decision bought"), while this
+/// costs one wake-up per interval whatever the load.
 const WRITE_INTERVAL: Duration = Duration::from_millis(20);
 
 /// The capacity a buffer of waiting lines keeps once written out; a burst
@@ -355,8 +356,8 @@ fn text_str(out: &mut Vec<u8>, v: &str) {
 }
 
 /// A value known to be plain (see [`Record::request_id_plain`]), as it
-/// is: no scan of its bytes (a made request id's 32 took about 130
-/// instructions per request under callgrind).
+/// is: no scan of its bytes (a made request id's 32, on every request;
+/// measurable with scripts/bench/instructions.sh).
 fn text_plain(out: &mut Vec<u8>, v: &str) {
     out.extend_from_slice(v.as_bytes());
 }

@@ -25,9 +25,9 @@ pub(super) enum Leg {
     /// The client's reply is the backend's body as it is (a passthrough
     /// with nothing between them): its bytes count for both, and the
     /// backend's leg ends with it, just before the request completes.
-    /// One metered body where there were two, one inside the other
-    /// (under callgrind, about 120 instructions fewer per proxied GET,
-    /// the relay's mark included).
+    /// One metered body where there were two, one inside the other:
+    /// less work per proxied GET, the relay's mark included (see
+    /// docs/PERFORMANCE.md, "What each decision bought").
     Relay {
         status: u16,
         sent: Instant,

@@ -7,9 +7,9 @@
 //! requests.
 //!
 //! The HTTP/1 header timer is this one, not hyper's: hyper's allocated,
-//! registered and cancelled a timer for every request head (about 1,000
-//! instructions per request under callgrind), where this one timer per
-//! connection is looked at when it fires.
+//! registered and cancelled a timer for every request head, where this
+//! one timer per connection is looked at when it fires (see
+//! docs/PERFORMANCE.md, "What each decision bought").
 
 use std::future::Future;
 use std::pin::Pin;
@@ -197,8 +197,8 @@ pub async fn drive<C, E, G>(
     loop {
         // Polled by hand: the loop runs at every wake-up of the connection
         // (several per request), and a `select!` polled both timers and
-        // the drain flag's watch (its lock, its waiter list) every time:
-        // about 1,000 instructions per request, measured with callgrind.
+        // the drain flag's watch (its lock, its waiter list) every time
+        // (measurable with scripts/bench/instructions.sh).
         // Once handshaken, the handshake deadline is moot: what its timer
         // would decide when it fires, decided now, and it is not polled
         // again. The idle timer, once registered, wakes the task when it

@@ -5,9 +5,10 @@
 //! went out — so an HTTP/2 connection streaming a long reply is not idle.
 //!
 //! hyper calls the gateway directly: through tower's `Oneshot` (a clone
-//! of the service, `poll_ready`, then `call`, each request) it cost about
-//! 3,500 instructions per proxied GET under callgrind, most of it the
-//! request's extension map, allocated to carry the client's address.
+//! of the service, `poll_ready`, then `call`, each request) it cost more,
+//! most of it the request's extension map, allocated to carry the
+//! client's address (see docs/PERFORMANCE.md, "What each decision
+//! bought").
 
 use std::convert::Infallible;
 use std::future::Future;

@@ -3,10 +3,11 @@
 //! connection on the worker with the fewest open ones. A connection, the
 //! backend connections its requests take (see [`crate::worker::current`]) and their
 //! wake-ups then stay on one thread: no task hops to another core
-//! between reading a request and answering it. On a 2-core machine this
-//! cut what the gateway adds to a sequential small infer from 180-205 µs
-//! to about 136 µs, and its CPU per small infer by about a third, against
-//! tokio's work-stealing runtime (docs/PERFORMANCE.md).
+//! between reading a request and answering it. Against tokio's
+//! work-stealing runtime, where the connection's task and its backend
+//! connection's woke each other across cores, this cut both what the
+//! gateway adds to a request's latency and its CPU per request (see
+//! docs/PERFORMANCE.md, "What each decision bought").
 //!
 //! Accepting stays on the caller's runtime; an accepted socket moves to
 //! its worker's reactor. With `workers = 0` connections are served on the

@@ -24,7 +24,8 @@ pub fn now_ms() -> u64 {
 }
 
 /// `at` in milliseconds on the clock of [`now_ms`]: for a caller that has
-/// read the time already (a clock reading costs about 65 instructions).
+/// read the time already (a clock reading is a call into the vDSO;
+/// measurable with scripts/bench/instructions.sh).
 pub fn ms_at(at: Instant) -> u64 {
     static START: OnceLock<Instant> = OnceLock::new();
     let start = *START.get_or_init(Instant::now);

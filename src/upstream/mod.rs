@@ -217,9 +217,10 @@ pub enum OutBody {
 
 impl OutBody {
     /// The body for one attempt; with `keep`, a copy stays for another
-    /// when it can (a body in hand is cloned chunk by chunk, about 290
-    /// instructions per small infer under callgrind, so it is moved when
-    /// no copy is wanted); a stream is always moved.
+    /// when it can (a body in hand is cloned chunk by chunk into a new
+    /// list, so it is moved when no copy is wanted; see
+    /// docs/PERFORMANCE.md, "What each decision bought"); a stream is
+    /// always moved.
     fn take(&mut self, keep: bool) -> Body {
         match self {
             OutBody::Empty => empty(),

@@ -50,6 +50,37 @@ enum Attempt {
     },
 }
 
+/// One request's sending, across its attempts: its clock, its deadlines,
+/// the replicas it may go to and those it went to.
+struct Plan {
+    /// When the current attempt started, on both clocks.
+    started: Instant,
+    now: u64,
+    /// The exchange ends by then: the backend's request timeout, or the
+    /// client's deadline when that comes first (`client_first`).
+    deadline: Instant,
+    client_first: bool,
+    /// A gRPC backend is told the time the client left it.
+    grpc: bool,
+    replayable: bool,
+    /// For a request sent while its body is still read: fires at its end.
+    end: Option<tokio::sync::oneshot::Receiver<()>>,
+    tracked: Option<Arc<Followed>>,
+    replicas: Arc<[Arc<Replica>]>,
+    /// Attempts after the first that may be made.
+    retries: u32,
+    tried: Tried,
+    /// The failure of the last attempt, when another follows it.
+    last: Option<UpstreamError>,
+}
+
+/// What an attempt's outcome leaves to do.
+enum Next {
+    Done(Result<Response<UpstreamBody>, UpstreamError>),
+    /// Another attempt, after this failure (none after an answer).
+    Retry(Option<UpstreamError>),
+}
+
 impl Upstream {
     /// Sends a request; returns once the response head has arrived, within
     /// the backend's request timeout (retries included). Waits up to
@@ -64,22 +95,61 @@ impl Upstream {
         obs: Option<Arc<dyn Watch>>,
     ) -> Result<Response<UpstreamBody>, UpstreamError> {
         let obs = obs.as_ref();
+        let mut plan = self.plan(&mut out).await;
+        loop {
+            if plan.tried.len() > 0 {
+                (plan.started, plan.now) = reading();
+            }
+            let choice = self.choose(
+                &plan.replicas,
+                plan.tracked.as_deref(),
+                plan.tried.as_slice(),
+                &out,
+                plan.now,
+            );
+            let i = match choice {
+                Ok(i) => i,
+                Err(e) => return Err(plan.last.take().unwrap_or(e)),
+            };
+            plan.tried.push(i);
+            let replica = &plan.replicas[i];
+            let mut lease = Lease::start(replica.clone(), plan.started.into());
+            lease.hold(
+                replica
+                    .slot(&self.backend, self.backend.connect_timeout)
+                    .await?,
+            );
+            let again = plan.replayable && plan.tried.len() <= plan.retries as usize;
+            let (req, kept, span) = self.request_for(&plan, replica, &mut out, obs, again);
+            let end = plan.end.take();
+            let replica = &plan.replicas[i];
+            let mut attempt = self.attempt(replica, req, plan.deadline, end).await;
+            // Without its headers and body (sent, not handed back), the
+            // request cannot go again.
+            let back = take_back(&mut attempt, &mut out, kept);
+            let again = again && (kept || back);
+            span.end(&attempt);
+            match self.judge(&plan, i, attempt, lease, again, &out, obs) {
+                Next::Done(result) => return result,
+                Next::Retry(last) => plan.last = last,
+            }
+        }
+    }
+
+    /// The plan of a request: one reading of the clock serves the first
+    /// attempt (its deadline, its lease's start, the budget and the choice
+    /// of its replica), the replicas it may go to, how many attempts.
+    async fn plan(&self, out: &mut Outgoing) -> Plan {
         let backend = &*self.backend;
-        // One reading of the clock serves the first attempt: its deadline,
-        // its lease's start, the budget and the choice of its replica.
         let (mut started, mut now) = reading();
         let own = started + backend.request_timeout;
         // The client's deadline, when it comes first, ends the exchange
         // without counting against the replica.
         let client_first = out.deadline.filter(|at| *at < own);
-        let deadline = client_first.unwrap_or(own);
-        // A gRPC backend is told the time the client left it.
         let grpc = match backend.protocol() {
             Protocol::Grpc => true,
             Protocol::Http => false,
         };
-        let replayable = out.body.replayable();
-        let mut end = out.body.take_end();
         let tracked = out.model.as_deref().and_then(|m| self.inner.models.get(m));
         self.inner.budget.request(now);
         let replicas = match self.inner.set.filled_snapshot() {
@@ -94,134 +164,143 @@ impl Upstream {
             .retries
             .max
             .min((replicas.len() as u32).saturating_sub(1).max(1));
-        let mut tried = Tried::default();
-        let mut last: Option<UpstreamError> = None;
-        loop {
-            if tried.len() > 0 {
-                (started, now) = reading();
+        Plan {
+            started,
+            now,
+            deadline: client_first.unwrap_or(own),
+            client_first: client_first.is_some(),
+            grpc,
+            replayable: out.body.replayable(),
+            end: out.body.take_end(),
+            tracked,
+            replicas,
+            retries,
+            tried: Tried::default(),
+            last: None,
+        }
+    }
+
+    /// The request of one attempt on `replica`, whether its headers and
+    /// body were kept for another, and its span. They are copied only for
+    /// another attempt that could not get them back (`again`): one after
+    /// an answer or a failed exchange (for a request safe to repeat), or
+    /// after a connect failure of a client that keeps the request. The
+    /// log without a client request reads its id from them.
+    fn request_for(
+        &self,
+        plan: &Plan,
+        replica: &Replica,
+        out: &mut Outgoing,
+        obs: Option<&Arc<dyn Watch>>,
+        again: bool,
+    ) -> (Request<Body>, bool, AttemptSpan) {
+        if let (true, Some(at)) = (plan.grpc, out.deadline) {
+            let left = at.saturating_duration_since(Instant::now());
+            if let Ok(v) = HeaderValue::try_from(timeout::encode(left)) {
+                out.headers.insert(GRPC_TIMEOUT, v);
             }
-            let i = match self.choose(&replicas, tracked.as_deref(), tried.as_slice(), &out, now) {
-                Ok(i) => i,
-                Err(e) => return Err(last.unwrap_or(e)),
-            };
-            tried.push(i);
-            let replica = &replicas[i];
-            let mut lease = Lease::start(replica.clone(), started.into());
-            lease.hold(replica.slot(backend, backend.connect_timeout).await?);
-            let again = replayable && tried.len() <= retries as usize;
-            if let (true, Some(at)) = (grpc, out.deadline) {
-                let left = at.saturating_duration_since(Instant::now());
-                if let Ok(v) = HeaderValue::try_from(timeout::encode(left)) {
-                    out.headers.insert(GRPC_TIMEOUT, v);
-                }
+        }
+        let span = AttemptSpan::start(obs, self.name(), replica, plan.tried.len() - 1, out);
+        let copy =
+            again && (retry::repeatable(out) || !replica.hands_back_unsent() || obs.is_none());
+        // A stream's body is never kept: without it handed back, the
+        // request cannot go again.
+        let kept = copy && out.body.replayable();
+        let mut req = request(replica, out, copy);
+        span.inject(obs, req.headers_mut());
+        (req, kept, span)
+    }
+
+    /// What an attempt's outcome means for the replica and the request:
+    /// its answer, its failure, or another attempt.
+    #[allow(clippy::too_many_arguments)]
+    fn judge(
+        &self,
+        plan: &Plan,
+        i: usize,
+        attempt: Attempt,
+        mut lease: Lease,
+        again: bool,
+        out: &Outgoing,
+        obs: Option<&Arc<dyn Watch>>,
+    ) -> Next {
+        match &attempt {
+            Attempt::Answer { resp, .. } if !resp.status().is_server_error() => {}
+            // The client's own deadline is not the replica's error.
+            Attempt::TimedOut if plan.client_first => {}
+            _ => lease.fail(),
+        }
+        let replicas = &plan.replicas;
+        let replica = &replicas[i];
+        let (failure, early) = match attempt {
+            Attempt::TimedOut if plan.client_first => {
+                return Next::Done(Err(UpstreamError::Deadline {
+                    backend: self.name().to_owned(),
+                }));
             }
-            let span = AttemptSpan::start(obs, self.name(), replica, tried.len() - 1, &out);
-            // The headers and body are copied only for another attempt
-            // that could not get them back: one after an answer or a
-            // failed exchange (for a request safe to repeat), or after a
-            // connect failure of a client that keeps the request. The log
-            // without a client request reads its id from them.
-            let copy =
-                again && (retry::repeatable(&out) || !replica.hands_back_unsent() || obs.is_none());
-            // A stream's body is never kept: without it handed back, the
-            // request cannot go again.
-            let kept = copy && out.body.replayable();
-            let mut req = request(replica, &mut out, copy);
-            span.inject(obs, req.headers_mut());
-            let mut attempt = self.attempt(replica, req, deadline, end.take()).await;
-            let back = match &mut attempt {
-                Attempt::Failed { unsent, .. } => unsent.take(),
-                _ => None,
-            };
-            // Without its headers and body (sent, not handed back), the
-            // request cannot go again.
-            let again = again && (kept || back.is_some());
-            if let Some(back) = back {
-                let (parts, body) = back.into_parts();
-                out.headers = parts.headers;
-                if !kept {
-                    out.body = OutBody::Unsent(body);
-                }
+            Attempt::TimedOut => {
+                self.failed(replica, UpstreamKind::Timeout, replicas);
+                return Next::Done(Err(self.timeout(self.backend.request_timeout)));
             }
-            span.end(&attempt);
-            match &attempt {
-                Attempt::Answer { resp, .. } if !resp.status().is_server_error() => {}
-                // The client's own deadline is not the replica's error.
-                Attempt::TimedOut if client_first.is_some() => {}
-                _ => lease.fail(),
+            // An answer before the body's end: a request sent while the
+            // client's was read (`infer::call::early`), which the caller
+            // drops and sends again. That one counts.
+            Attempt::Answer { resp, early: true } => {
+                return Next::Done(Ok(self.reply(resp, lease, obs, false)));
             }
-            let (failure, early) = match attempt {
-                Attempt::TimedOut if client_first.is_some() => {
-                    return Err(UpstreamError::Deadline {
-                        backend: self.name().to_owned(),
-                    });
+            Attempt::Answer { resp, .. } => {
+                let status = resp.status();
+                self.answered(replica, status, plan.tracked.as_deref(), out, replicas);
+                if again
+                    && retry::on_status(status)
+                    && retry::repeatable(out)
+                    && self.retry(obs, out)
+                {
+                    return Next::Retry(None);
                 }
-                Attempt::TimedOut => {
-                    self.failed(replica, UpstreamKind::Timeout, &replicas);
-                    return Err(self.timeout(backend.request_timeout));
-                }
-                // An answer before the body's end: a request sent while the
-                // client's was read (`infer::backend::early`), which the
-                // caller drops and sends again. That one counts.
-                Attempt::Answer { resp, early: true } => {
-                    return Ok(self.reply(resp, lease, obs, false));
-                }
-                Attempt::Answer { resp, .. } => {
-                    let status = resp.status();
-                    self.answered(replica, status, tracked.as_deref(), &out, &replicas);
-                    if again
-                        && retry::on_status(status)
-                        && retry::repeatable(&out)
-                        && self.retry(obs, &out)
-                    {
-                        last = None;
-                        continue;
-                    }
-                    // A 5xx was counted; any other answer is judged by
-                    // how its body ends.
-                    let judge = !status.is_server_error();
-                    return Ok(self.reply(resp, lease, obs, judge));
-                }
-                Attempt::Failed { failure, early, .. } => (failure, early),
-            };
-            let kind = match failure {
-                Failure::Body(e) => return Err(e.into()),
-                _ => failure.kind().unwrap_or(UpstreamKind::Reset),
-            };
-            let id = request_id(obs, &out.headers);
-            if early {
-                tracing::debug!(
-                    backend = self.name(),
-                    replica = replica.label,
-                    request_id = id,
-                    detail = failure.detail(),
-                    "exchange failed before its body ended: the request goes again"
-                );
-                return Err(self.error(failure));
+                // A 5xx was counted; any other answer is judged by how its
+                // body ends.
+                let judge = !status.is_server_error();
+                return Next::Done(Ok(self.reply(resp, lease, obs, judge)));
             }
-            self.failed(replica, kind, &replicas);
-            let others = replicas.len() > tried.len();
-            if again && retry::after_failure(&failure, others, &out) && self.retry(obs, &out) {
-                tracing::debug!(
-                    backend = self.name(),
-                    replica = replica.label,
-                    request_id = id,
-                    detail = failure.detail(),
-                    "sending again a request the replica did not take"
-                );
-                last = Some(self.error(failure));
-                continue;
-            }
-            tracing::warn!(
+            Attempt::Failed { failure, early, .. } => (failure, early),
+        };
+        let kind = match failure {
+            Failure::Body(e) => return Next::Done(Err(e.into())),
+            _ => failure.kind().unwrap_or(UpstreamKind::Reset),
+        };
+        let id = request_id(obs, &out.headers);
+        if early {
+            tracing::debug!(
                 backend = self.name(),
                 replica = replica.label,
                 request_id = id,
                 detail = failure.detail(),
-                attempts = tried.len(),
-                "backend exchange failed"
+                "exchange failed before its body ended: the request goes again"
             );
-            return Err(self.error(failure));
+            return Next::Done(Err(self.error(failure)));
         }
+        self.failed(replica, kind, replicas);
+        let others = replicas.len() > plan.tried.len();
+        if again && retry::after_failure(&failure, others, out) && self.retry(obs, out) {
+            tracing::debug!(
+                backend = self.name(),
+                replica = replica.label,
+                request_id = id,
+                detail = failure.detail(),
+                "sending again a request the replica did not take"
+            );
+            return Next::Retry(Some(self.error(failure)));
+        }
+        tracing::warn!(
+            backend = self.name(),
+            replica = replica.label,
+            request_id = id,
+            detail = failure.detail(),
+            attempts = plan.tried.len(),
+            "backend exchange failed"
+        );
+        Next::Done(Err(self.error(failure)))
     }
 
     /// One attempt: `req` on `replica`, answered by `deadline` — or, for a
@@ -446,6 +525,23 @@ impl Upstream {
     }
 }
 
+/// Takes back the request a failed attempt handed back unsent (its
+/// headers; its body when it was not kept): whether it did.
+fn take_back(attempt: &mut Attempt, out: &mut Outgoing, kept: bool) -> bool {
+    let Attempt::Failed { unsent, .. } = attempt else {
+        return false;
+    };
+    let Some(back) = unsent.take() else {
+        return false;
+    };
+    let (parts, body) = back.into_parts();
+    out.headers = parts.headers;
+    if !kept {
+        out.body = OutBody::Unsent(body);
+    }
+    true
+}
+
 /// What an exchange came to, as an attempt; `early` as for
 /// [`Attempt::Answer`].
 fn outcome(sent: Result<Response<ReplyBody>, SendError>, early: bool) -> Attempt {
@@ -487,9 +583,10 @@ fn request(replica: &Replica, out: &mut Outgoing, copy: bool) -> Request<Body> {
     *req.uri_mut() = replica.target(&out.path);
     // Set here, not by the client, which would format the replica's `Host`
     // for every request; replaced in place, so a caller need not remove
-    // the client's first (a removal cost about 250 instructions). Set
+    // the client's first (a removal hashes the name and probes). Set
     // before the copy: a copy has no room to spare, and an insert into it
-    // moved all of it (about 250 instructions per request).
+    // moved all of it to a larger table (measurable with
+    // scripts/bench/instructions.sh).
     out.headers.insert(header::HOST, replica.host().clone());
     *req.headers_mut() = if copy {
         out.headers.clone()

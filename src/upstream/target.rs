@@ -1,12 +1,13 @@
 //! The origin-form request targets of HTTP/1 replicas (`/prefix/path?query`),
 //! kept per thread for reuse. Making a target parses the client's path and
-//! query and copies it into a new buffer (about 400 instructions per
-//! request); the same few paths come again and again (a model's `infer`,
-//! the health and metadata paths), so each thread keeps the last targets
-//! it made and hands out a copy of one whose text is the one asked for —
-//! which shares its buffer. A kept target is the parse of exactly that
-//! text, so what is sent is what a new parse would have made, byte for
-//! byte; a text not kept is parsed as before.
+//! query and copies it into a new buffer, for every request (see
+//! docs/PERFORMANCE.md, "What each decision bought"); the same few paths
+//! come again and again (a model's `infer`, the health and metadata
+//! paths), so each thread keeps the last targets it made and hands out a
+//! copy of one whose text is the one asked for — which shares its buffer.
+//! A kept target is the parse of exactly that text, so what is sent is
+//! what a new parse would have made, byte for byte; a text not kept is
+//! parsed as before.
 
 use std::cell::RefCell;
 

@@ -187,7 +187,7 @@ async fn answer(k: &Knobs, req: Request<Incoming>) -> Response<Body> {
         }
     }
     let Some((model, action)) = model_of(&path) else {
-        return into_body(tensorgate::demo::handle(req).await);
+        return into_body(tensorgate_demo::handle(req).await);
     };
     let model = model.to_owned();
     if action == "ready" {
@@ -197,7 +197,7 @@ async fn answer(k: &Knobs, req: Request<Incoming>) -> Response<Body> {
         }
     }
     if action != "infer" {
-        return into_body(tensorgate::demo::handle(req).await);
+        return into_body(tensorgate_demo::handle(req).await);
     }
     *k.infers.lock().unwrap().entry(model.clone()).or_default() += 1;
     let now = k.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
@@ -214,7 +214,7 @@ async fn answer(k: &Knobs, req: Request<Incoming>) -> Response<Body> {
     } else if k.fail.load(Ordering::SeqCst) {
         text(500, "{\"error\":\"failing on purpose\"}")
     } else {
-        into_body(tensorgate::demo::handle(req).await)
+        into_body(tensorgate_demo::handle(req).await)
     };
     k.in_flight.fetch_sub(1, Ordering::SeqCst);
     resp

@@ -243,7 +243,7 @@ backend = "demo"
 
 #[tokio::test]
 async fn a_parameter_over_the_body_limit_is_invalid_parameter() {
-    let backend = tensorgate::demo::spawn().await.unwrap();
+    let backend = tensorgate_demo::spawn().await.unwrap();
     let gw = strict_gateway(&backend.url()).await;
     let outcome = evaluate(
         &client_for(gw.data_addr),
@@ -258,7 +258,7 @@ async fn a_parameter_over_the_body_limit_is_invalid_parameter() {
 
 #[tokio::test]
 async fn a_body_over_the_limit_in_total_is_quota_exceeded() {
-    let backend = tensorgate::demo::spawn().await.unwrap();
+    let backend = tensorgate_demo::spawn().await.unwrap();
     let gw = strict_gateway(&backend.url()).await;
     let outcome = evaluate(
         &client_for(gw.data_addr),
@@ -281,7 +281,7 @@ async fn a_body_over_the_limit_in_total_is_quota_exceeded() {
 
 #[tokio::test]
 async fn an_output_against_the_rule_is_an_invalid_output() {
-    let backend = tensorgate::demo::spawn().await.unwrap();
+    let backend = tensorgate_demo::spawn().await.unwrap();
     let gw = strict_gateway(&backend.url()).await;
     let outcome = evaluate(
         &client_for(gw.data_addr),

@@ -14,7 +14,7 @@ const KEY: &str = "dave-key-0123456789ab";
 
 #[tokio::test]
 async fn an_unauthenticated_call_is_read_only_as_far_as_open_routes_allow() {
-    let demo = tensorgate::demo::spawn().await.unwrap();
+    let demo = tensorgate_demo::spawn().await.unwrap();
     let keys = keys_file(&format!("dave:{KEY}\n"));
     let gw = gateway(&format!(
         r#"

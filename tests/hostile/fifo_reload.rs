@@ -56,7 +56,7 @@ async fn a_watched_file_replaced_by_a_fifo_neither_stops_reloads_nor_shutdown() 
     let dir = std::env::temp_dir().join(format!("tg-fifo-reload-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
-    let demo = tensorgate::demo::spawn().await.unwrap();
+    let demo = tensorgate_demo::spawn().await.unwrap();
     let (data, admin) = (free_port(), free_port());
     let keys = dir.join("keys");
     std::fs::write(&keys, format!("alice:{ALICE}\n")).unwrap();

@@ -246,7 +246,7 @@ async fn malformed_grpc_replica() -> (String, Arc<AtomicUsize>, tokio::task::Joi
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_grpc_replica_sending_malformed_replies_is_ejected() {
-    let good = tensorgate::demo::spawn_grpc(std::net::SocketAddr::from(([127, 0, 0, 1], 0)))
+    let good = tensorgate_demo::spawn_grpc(std::net::SocketAddr::from(([127, 0, 0, 1], 0)))
         .await
         .unwrap();
     let (bad, bad_count, task) = malformed_grpc_replica().await;

@@ -294,7 +294,7 @@ async fn forged_signatures_hold_neither_slots_nor_unbounded_memory() {
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(4);
-    let demo = tensorgate::demo::spawn().await.unwrap();
+    let demo = tensorgate_demo::spawn().await.unwrap();
     let dir = std::env::temp_dir().join(format!("tg-signed-flood-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();

@@ -54,7 +54,7 @@ async fn settle(admin: std::net::SocketAddr) -> f64 {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_http2_connection_holds_at_most_max_streams_per_connection() {
-    let demo = tensorgate::demo::spawn().await.unwrap();
+    let demo = tensorgate_demo::spawn().await.unwrap();
     let gw = gateway(&config(&demo.url(), "")).await;
     let json = vec![("content-type".to_owned(), "application/json".to_owned())];
     let attack = h2_bodyless(
@@ -74,7 +74,7 @@ async fn one_http2_connection_holds_at_most_max_streams_per_connection() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_second_client_is_served_while_one_holds_what_it_may() {
-    let demo = tensorgate::demo::spawn().await.unwrap();
+    let demo = tensorgate_demo::spawn().await.unwrap();
     let keys = "max_concurrent_requests = 256\nmax_requests_per_client = 64";
     let gw = gateway(&config(&demo.url(), keys)).await;
     let json = vec![("content-type".to_owned(), "application/json".to_owned())];

@@ -193,8 +193,9 @@ impl<B> JsonReplyBody<B> {
 }
 
 /// Pieces with at least this many fixed-size elements are written in two
-/// halves at once (see [`cpu::Pair`]): 8192 FP32 values take about
-/// 0.3 ms to write, handing half of them to another thread some µs.
+/// halves at once (see [`cpu::Pair`]): writing 8192 FP32 values takes
+/// many times what handing half of them to another thread does (the
+/// writing's speed: `cargo bench --bench codecs`, `binary_to_json`).
 pub const PARALLEL_MIN_ELEMENTS: usize = 8192;
 
 /// Writes `data` with `vw`, a large piece of fixed-size values in two

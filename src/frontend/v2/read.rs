@@ -166,8 +166,9 @@ pub async fn read_json<'a>(
 }
 
 /// Chunks of at least this many bytes inside a tensor's data are converted
-/// in two halves at once (see [`cpu::Pair`]): 64 KiB of FP32 JSON take
-/// about 60 µs to convert, handing half of it to another thread some µs.
+/// in two halves at once (see [`cpu::Pair`]): converting 64 KiB of FP32
+/// JSON takes many times what handing half of it to another thread does
+/// (the conversion's speed: `cargo bench --bench codecs`, `json_to_binary`).
 pub const PARALLEL_MIN_BYTES: usize = 64 << 10;
 
 /// Feeds one chunk of a JSON request: a large piece of tensor data in two

@@ -1,6 +1,6 @@
-//! Compressing replies: frame by frame for streamed bodies (flushing after
-//! each so a streamed reply stays streamed), and whole for assembled ones
-//! (which callers run on a blocking thread when they are large).
+//! Compressing streamed replies frame by frame, flushing after each so a
+//! streamed reply stays streamed (assembled ones are compressed whole by
+//! the codec's `compress_all`, on a blocking thread when they are large).
 
 use std::io::Write;
 use std::pin::Pin;
@@ -47,39 +47,6 @@ impl<B> CompressBody<B> {
         };
         CompressBody { inner, enc }
     }
-}
-
-/// Compresses a complete buffer.
-pub fn compress(data: &[u8], coding: Coding) -> Bytes {
-    compress_all(&[Bytes::copy_from_slice(data)], coding)
-}
-
-/// Compresses a body held in pieces, as one stream (no joined copy). The
-/// caller decides where this runs: large bodies belong on a blocking
-/// thread.
-pub fn compress_all(pieces: &[Bytes], coding: Coding) -> Bytes {
-    let level = Compression::fast();
-    let size: usize = pieces.iter().map(Bytes::len).sum();
-    let sink = Vec::with_capacity(size / 4 + 64);
-    let out = match coding {
-        Coding::Identity => return crate::http::body::concat(pieces.to_vec()),
-        Coding::Gzip => {
-            let mut e = flate2::write::GzEncoder::new(sink, level);
-            pieces
-                .iter()
-                .try_for_each(|p| e.write_all(p))
-                .and_then(|()| e.finish())
-        }
-        Coding::Deflate => {
-            let mut e = flate2::write::ZlibEncoder::new(sink, level);
-            pieces
-                .iter()
-                .try_for_each(|p| e.write_all(p))
-                .and_then(|()| e.finish())
-        }
-    };
-    // Writing to a Vec cannot fail.
-    Bytes::from(out.unwrap_or_default())
 }
 
 impl<B> http_body::Body for CompressBody<B>

@@ -10,7 +10,7 @@ use bytes::Bytes;
 use http_body::Frame;
 
 use super::Coding;
-use super::decode::Decoder;
+use super::Decoder;
 use crate::http::body::BoxError;
 
 /// A compressed body passed on as it is, while its decompressed size is

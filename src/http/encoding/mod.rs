@@ -1,76 +1,32 @@
-//! Content codings: which ones a request uses and a client accepts,
-//! decompressing request bodies under a byte limit (`decode`), counting
-//! the decompressed size of passthrough bodies (`inflated`), and
-//! compressing replies (`compress`). HTTP's `deflate` is the zlib format
-//! (RFC 9110 §8.4.1.2), as Triton uses it. Work on large buffers is done a
-//! step at a time or off the runtime's threads, never in one go on them.
+//! Content codings over HTTP: which one a request uses (`Content-Encoding`)
+//! and a client accepts (`Accept-Encoding`), counting the decompressed
+//! size of passthrough bodies (`inflated`), and compressing streamed
+//! replies (`compress`). The codings themselves (decompressing under a
+//! byte limit, compressing whole buffers) are the codec crate's
+//! [`crate::codec::coding`], re-exported here beside the header and body
+//! parts. Work on large buffers is done a step at a time or off the
+//! runtime's threads, never in one go on them.
 
 mod compress;
-mod decode;
 mod inflated;
 
 use http::HeaderMap;
 use http::header;
 
-pub use compress::{CompressBody, compress, compress_all};
-pub use decode::{Decoder, InflateError, STEP};
+pub use crate::codec::coding::{
+    Coding, Decoder, InflateError, STEP, UnsupportedCoding, compress, compress_all,
+};
+pub use compress::CompressBody;
 pub use inflated::Inflated;
-
-/// A content coding the gateway reads and writes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Coding {
-    Identity,
-    Gzip,
-    Deflate,
-}
-
-impl Coding {
-    pub fn name(self) -> &'static str {
-        match self {
-            Coding::Identity => "identity",
-            Coding::Gzip => "gzip",
-            Coding::Deflate => "deflate",
-        }
-    }
-}
-
-/// A `Content-Encoding` the gateway cannot read (or several stacked).
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("unsupported Content-Encoding {encoding:?}: use gzip, deflate or identity")]
-pub struct UnsupportedCoding {
-    pub encoding: String,
-}
 
 /// The coding of a request body, from `Content-Encoding`. Anything but
 /// gzip, deflate or identity is refused (a 415).
 pub fn request_coding(headers: &HeaderMap) -> Result<Coding, UnsupportedCoding> {
-    let mut coding = Coding::Identity;
     if crate::http::headers::lacks(headers, &header::CONTENT_ENCODING) {
-        return Ok(coding);
+        return Ok(Coding::Identity);
     }
-    for value in headers.get_all(header::CONTENT_ENCODING) {
-        let text = value.to_str().unwrap_or("?");
-        for token in text.split(',').map(str::trim).filter(|t| !t.is_empty()) {
-            let this = match token.to_ascii_lowercase().as_str() {
-                "identity" => continue,
-                "gzip" | "x-gzip" => Coding::Gzip,
-                "deflate" => Coding::Deflate,
-                _ => {
-                    return Err(UnsupportedCoding {
-                        encoding: text.to_owned(),
-                    });
-                }
-            };
-            if coding != Coding::Identity {
-                // Stacked codings are legal but nobody sends them.
-                return Err(UnsupportedCoding {
-                    encoding: text.to_owned(),
-                });
-            }
-            coding = this;
-        }
-    }
-    Ok(coding)
+    let values = headers.get_all(header::CONTENT_ENCODING).iter();
+    Coding::of_content_encoding(values.map(http::HeaderValue::as_bytes))
 }
 
 /// Picks a reply coding from `Accept-Encoding`: gzip, then deflate, when
@@ -78,7 +34,7 @@ pub fn request_coding(headers: &HeaderMap) -> Result<Coding, UnsupportedCoding> 
 pub fn negotiate(headers: &HeaderMap) -> Coding {
     // One coding without parameters (`identity`, `gzip`: what most clients
     // send) is decided without splitting the value into items and
-    // parameters (about half the cost, under callgrind).
+    // parameters (measurable with scripts/bench/instructions.sh).
     let mut values = headers.get_all(header::ACCEPT_ENCODING).iter();
     if let (Some(only), None) = (values.next(), values.next())
         && let Ok(text) = only.to_str()

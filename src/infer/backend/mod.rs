@@ -2,12 +2,12 @@
 //! V2 over HTTP ([`http`]), V2 over gRPC ([`grpc`]) — behind one interface,
 //! [`Wire`]. The core never compares protocols: it calls the functions of
 //! this module, which choose the implementation with one exhaustive
-//! `match` on the backend's protocol ([`wire!`]); a third protocol is a
+//! `match` on the backend's protocol (the `wire!` macro); a third protocol is a
 //! third implementation of [`Wire`], and the compiler names every call it
 //! has to answer.
 //!
 //! What a backend does for the core:
-//! - builds an infer request from the core's [`InferRequest`] in its
+//! - builds an infer request from the core's [`InferRequest`](crate::infer::InferRequest) in its
 //!   protocol, and says where it goes ([`build`], [`outgoing`]);
 //! - reads its answer into the core's form ([`answer`]): a reply in the V2
 //!   binary layout, read as it streams ([`BackendReply`]), or the backend's

@@ -23,12 +23,12 @@ use http::header::{self, HeaderName, HeaderValue};
 use http_body_util::BodyExt;
 
 use super::BackendBody;
+use crate::codec::pieces::concat;
 use crate::codec::v2::framing::{self, FramingError, HeaderReader};
 use crate::codec::v2::{
     BinaryCollector, DocKind, DocLimits, DocParser, Document, EntryData, collect,
 };
 use crate::error::UpstreamKind;
-use crate::http::body::concat;
 use crate::infer::InferError;
 use crate::infer::error::MalformedReply;
 use crate::infer::{Exchange, InferReply, TensorData};
@@ -137,8 +137,8 @@ const SCAN: usize = 8;
 /// The first value of `name`, found without hashing the name when the
 /// headers are few (a backend's reply carries three or four): a lookup
 /// hashes a custom name such as `Inference-Header-Content-Length` byte by
-/// byte, about 270 instructions, where comparing a few names costs a
-/// fraction of that.
+/// byte, where comparing a few names costs a fraction of that (see
+/// docs/PERFORMANCE.md, "What each decision bought").
 fn find<'h>(headers: &'h HeaderMap, name: &HeaderName) -> Option<&'h HeaderValue> {
     if headers.keys_len() <= SCAN {
         headers.iter().find(|(k, _)| *k == name).map(|(_, v)| v)

@@ -3,8 +3,10 @@
 //! [`bytes::Bytes`] and return values, with "not enough bytes yet" as a value
 //! rather than an error.
 
+pub mod coding;
 pub mod decthings;
 pub mod describe;
 pub mod grpc;
+pub mod pieces;
 pub mod sagemaker;
 pub mod v2;

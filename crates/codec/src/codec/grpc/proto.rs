@@ -6,7 +6,7 @@
 //! Every `bytes` field is a [`bytes::Bytes`], so decoding a `Bytes` buffer
 //! makes tensor data slices of it, and every map a `BTreeMap`, so a message
 //! always encodes to the same bytes. The services that use these messages
-//! need tokio and live in the gateway crate (`tensorgate::grpc`).
+//! need tokio and live in the demo crate (`tensorgate_demo::grpc`).
 
 /// `package inference`: `grpc_service.proto` and `model_config.proto`.
 #[allow(clippy::all, clippy::pedantic, missing_docs)]

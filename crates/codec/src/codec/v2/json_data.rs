@@ -162,9 +162,8 @@ impl DataParser {
     /// between elements at the same nesting depth.
     pub fn cut(&self, input: &[u8]) -> Option<usize> {
         // A little past the middle: the tail starts a thread wake-up later,
-        // on a core whose cache does not hold the input (`cargo bench
-        // --bench two_threads`: 1M FP32 in 12.2-13.2 ms cut at 1/2,
-        // 10.8-12.2 at 4/7, 12.0 at 3/5; 17.1 on one thread).
+        // on a core whose cache does not hold the input (4/7 chosen over
+        // 1/2 and 3/5 with `cargo bench --bench two_threads`).
         self.cut_after(input, input.len() * 4 / 7)
     }
 

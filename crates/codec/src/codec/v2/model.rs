@@ -142,10 +142,11 @@ impl TensorEntry {
 /// tensor has few (a Triton reply's outputs one each, `binary_data_size`),
 /// so they are kept in a vector and found by a scan. A `serde_json::Map`
 /// (an `IndexMap` with SipHash) hashed each name and allocated a hash table
-/// besides its entries: about 600 instructions per object read, two per
-/// small infer reply. It behaves as that map did: names are unique, a name
-/// inserted again keeps its place, [`Params::remove`] moves the last member
-/// into the removed one's place, and equality ignores order.
+/// besides its entries, for each object read, two per small infer reply
+/// (see docs/PERFORMANCE.md, "What each decision bought"). It behaves as
+/// that map did: names are unique, a name inserted again keeps its place,
+/// [`Params::remove`] moves the last member into the removed one's place,
+/// and equality ignores order.
 #[derive(Clone, Debug, Default)]
 pub struct Params(Vec<(String, Value)>);
 

@@ -1,9 +1,10 @@
 //! The small member values every document carries (`"INPUT0"`, `"INT32"`,
 //! `[1, 16]`, `64`, `true`) turned into a `serde_json::Value` without going
-//! through serde: those made up a third of the document parser's time on a
-//! small infer request. Anything else — escapes, floats, objects, nesting,
-//! a form JSON refuses — is left to `serde_json`, so errors and every
-//! unusual value stay exactly serde's.
+//! through serde, which took much of the document parser's time on a small
+//! infer request (see docs/PERFORMANCE.md, "What each decision bought").
+//! Anything else — escapes, floats, objects, nesting, a form JSON refuses —
+//! is left to `serde_json`, so errors and every unusual value stay exactly
+//! serde's.
 
 use serde_json::Value;
 

@@ -1,7 +1,8 @@
 //! A stack buffer that gathers the short texts of values and appends them to
 //! the output in large pieces. Appending each value's few bytes to the `Vec`
-//! costs a `memmove` call per value (a quarter of the FP32 -> JSON time);
-//! copying them into a fixed-size array is a couple of moves.
+//! costs a `memmove` call per value (see docs/PERFORMANCE.md, "What each
+//! decision bought"); copying them into a fixed-size array is a couple of
+//! moves.
 
 /// Bytes gathered before they are appended to the output.
 const CAP: usize = 1024;

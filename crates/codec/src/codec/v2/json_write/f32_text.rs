@@ -3,12 +3,12 @@
 //!
 //! `zmij` (used for everything else) formats a value into its own buffer
 //! and lays a number below 1 out with a variable-length `memmove` and
-//! `memset`: library calls that cost about a third of its time per value
-//! when profiled in the gateway (a 1M-value reply). For the magnitudes
-//! this module covers, [1e-3, 2^24), every text it writes is the one
-//! `zmij` writes, byte for byte: `every_covered_float_matches_zmij` (run
-//! with `--ignored`) checks all of them, and a stride of them runs with the
-//! normal tests.
+//! `memset`: library calls that took much of its time per value when
+//! profiled in the gateway (a 1M-value reply; see docs/PERFORMANCE.md,
+//! "What each decision bought"). For the magnitudes this module covers,
+//! [1e-3, 2^24), every text it writes is the one `zmij` writes, byte for
+//! byte: `every_covered_float_matches_zmij` (run with `--ignored`) checks
+//! all of them, and a stride of them runs with the normal tests.
 //!
 //! The digits: a finite float `v = c · 2^q` (`c` a 24-bit integer, here
 //! `q` in [-33, 0]) stands for every real closer to it than to its

@@ -13,16 +13,16 @@ use tokio::sync::{mpsc, watch};
 use tokio_stream::StreamExt;
 use tonic::{Status, Streaming};
 
-use super::super::catalog::{Kind, Model, Named};
-use super::super::error::DemoError;
-use super::super::generate::{DEFAULT_COUNT, DEFAULT_DELAY_MS, MAX_COUNT, MAX_DELAY_MS};
 use super::infer::{self, lookup, request_id};
 use super::stats::Stats;
-use crate::codec::grpc::proto::inference::infer_parameter::ParameterChoice;
-use crate::codec::grpc::proto::inference::{
+use crate::catalog::{Kind, Model, Named};
+use crate::error::DemoError;
+use crate::generate::{DEFAULT_COUNT, DEFAULT_DELAY_MS, MAX_COUNT, MAX_DELAY_MS};
+use tensorgate_codec::codec::grpc::proto::inference::infer_parameter::ParameterChoice;
+use tensorgate_codec::codec::grpc::proto::inference::{
     InferParameter, ModelInferRequest, ModelInferResponse, ModelStreamInferResponse,
 };
-use crate::tensor::{BytesElements, DataType, Shape, Tensor};
+use tensorgate_codec::tensor::{BytesElements, DataType, Shape, Tensor};
 
 /// What the stream's task sends the client.
 pub type Sender = mpsc::Sender<Result<ModelStreamInferResponse, Status>>;
@@ -177,7 +177,7 @@ impl Plan {
         let mut text = self.text.to_vec();
         text.extend_from_slice(i.to_string().as_bytes());
         let one = || Shape::new(vec![1]);
-        let text = crate::tensor::bytes_layout::build([text]);
+        let text = tensorgate_codec::tensor::bytes_layout::build([text]);
         let index = Bytes::copy_from_slice(&(i as i32).to_le_bytes());
         [
             ("text_output", DataType::Bytes, text),

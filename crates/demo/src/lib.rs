@@ -1,13 +1,21 @@
-//! An embedded KServe / Triton "V2" inference server with three toy models,
-//! so that `tensorgate` runs with no backend and integration tests have a
-//! backend that needs no Python. It behaves like Triton 2.51 as measured in
-//! docs/TRITON-FACTS.md (statuses, error texts, headers and their order,
-//! output selection), over HTTP/1.1 and h2c.
+//! tensorgate's demo backend: an embedded KServe / Triton "V2" inference
+//! server with five toy models, so that `tensorgate` runs with no backend
+//! and integration tests have a backend that needs no Python. It behaves
+//! like Triton 2.51 as measured in docs/TRITON-FACTS.md (statuses, error
+//! texts, headers and their order, output selection), over HTTP/1.1 and
+//! h2c.
 //!
-//! Requests are read and responses written with the crate's own V2 codecs
-//! ([`crate::codec::v2`]), never by hand. Where the demo differs from
+//! A crate of its own beside the codec crate, and below the gateway: it
+//! depends on `tensorgate-codec` and never on the gateway, so the fixture
+//! cannot reach into the gateway's internals, and the gateway reaches it
+//! only through this API (its binary's `demo-backend` subcommand and the
+//! demo it runs with no arguments).
+//!
+//! Requests are read and responses written with the codec crate's V2 codecs
+//! ([`tensorgate_codec::codec::v2`]), never by hand, and compressed bodies
+//! inflated with its decoder (the gateway's). Where the demo differs from
 //! Triton it is on purpose and small: FP16 / BF16 tensors are accepted and
-//! written as JSON numbers; floats are written by the crate's writer
+//! written as JSON numbers; floats are written by the codec's writer
 //! (shortest digits, non-finite values as strings); a BYTES output that is
 //! not UTF-8 is refused as JSON; responses are never compressed; raw
 //! (header-less) requests are refused for every model; `generate` works for
@@ -16,18 +24,24 @@
 //!
 //! The same models are served over gRPC (`inference.GRPCInferenceService`
 //! and `grpc.health.v1.Health`) by [`spawn_grpc`] / [`serve_grpc`], on a
-//! listener of their own (`grpc/`).
+//! listener of their own (`grpc/server/`). [`grpc`] also holds the tonic
+//! service traits and clients generated from `proto/`, which the tests use
+//! as clients.
 //!
-//! Models (see `catalog.rs` and `models.rs`): `simple` (Triton's example, INT32 sum and
-//! difference), `identity` (any inputs back as `OUTPUT<i>`), `repeat`
-//! (decoupled; `generate` / `generate_stream` server-sent events).
+//! Models (see `catalog.rs` and `models.rs`): `simple` (Triton's example,
+//! INT32 sum and difference), `identity` (any inputs back as `OUTPUT<i>`),
+//! `repeat` (decoupled; `generate` / `generate_stream` server-sent events),
+//! `ramp` (a reply as large as asked) and `rowsum` (each row's sum).
+
+// The workspace denies `unsafe`; this crate forbids it outright.
+#![forbid(unsafe_code)]
 
 mod catalog;
 mod checks;
 mod encoding;
 mod error;
 mod generate;
-mod grpc;
+pub mod grpc;
 mod infer;
 mod models;
 mod respond;
@@ -35,7 +49,7 @@ mod routes;
 mod running;
 mod tls;
 
-pub use grpc::{DemoGrpcServer, serve_grpc, services as grpc_services, spawn_grpc};
+pub use grpc::server::{DemoGrpcServer, serve_grpc, services as grpc_services, spawn_grpc};
 pub use running::Stopped;
 pub use tls::{serve_tls, spawn_tls};
 

@@ -8,9 +8,9 @@ use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use super::super::catalog::{MODELS, Model, VERSION};
-use super::super::error::DemoError;
-use crate::codec::grpc::proto::inference::{
+use crate::catalog::{MODELS, Model, VERSION};
+use crate::error::DemoError;
+use tensorgate_codec::codec::grpc::proto::inference::{
     InferStatistics, ModelStatistics, ModelStatisticsResponse, StatisticDuration,
 };
 

@@ -11,11 +11,11 @@ use std::sync::Mutex;
 
 use tonic::Status;
 
-use super::super::catalog;
-use crate::codec::grpc::proto::inference::log_settings_response::SettingValue as LogValue;
-use crate::codec::grpc::proto::inference::log_settings_response::setting_value::ParameterChoice as LogChoice;
-use crate::codec::grpc::proto::inference::trace_setting_response::SettingValue as TraceValue;
-use crate::codec::grpc::proto::inference::{
+use crate::catalog;
+use tensorgate_codec::codec::grpc::proto::inference::log_settings_response::SettingValue as LogValue;
+use tensorgate_codec::codec::grpc::proto::inference::log_settings_response::setting_value::ParameterChoice as LogChoice;
+use tensorgate_codec::codec::grpc::proto::inference::trace_setting_response::SettingValue as TraceValue;
+use tensorgate_codec::codec::grpc::proto::inference::{
     LogSettingsRequest, LogSettingsResponse, TraceSettingRequest, TraceSettingResponse,
     log_settings_request,
 };

@@ -26,7 +26,7 @@ use tokio_stream::wrappers::TcpListenerStream;
 pub use health::DemoHealth;
 pub use service::DemoInference;
 
-use super::error::MAX_BODY_BYTES;
+use crate::error::MAX_BODY_BYTES;
 use crate::grpc::health::health_server::HealthServer;
 use crate::grpc::inference::grpc_inference_service_server::GrpcInferenceServiceServer;
 
@@ -34,7 +34,7 @@ use crate::grpc::inference::grpc_inference_service_server::GrpcInferenceServiceS
 const DRAIN_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// The demo's gRPC server, running; it stops when dropped.
-pub type DemoGrpcServer = super::running::Running;
+pub type DemoGrpcServer = crate::running::Running;
 
 /// Binds `addr` (`127.0.0.1:0` for any free port) and serves gRPC on a task
 /// of the current runtime.

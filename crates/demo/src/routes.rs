@@ -10,7 +10,7 @@ use super::catalog::{self, VERSION};
 use super::error::{DemoError, MAX_BODY_BYTES};
 use super::respond::{self, Body};
 use super::{encoding, generate, infer};
-use crate::codec::v2::path::{ModelAction, V2Path, split_path};
+use tensorgate_codec::codec::v2::path::{ModelAction, V2Path, split_path};
 
 /// The method each endpoint the demo serves takes; `None` for endpoints it
 /// does not serve.

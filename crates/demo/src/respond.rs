@@ -15,7 +15,7 @@ use http_body_util::{BodyExt, Full};
 
 use tokio::sync::mpsc;
 
-use crate::codec::v2::framing::IHCL_HEADER;
+use tensorgate_codec::codec::v2::framing::IHCL_HEADER;
 
 /// Every response body: a whole buffer, or a channel for streams.
 pub type Body = UnsyncBoxBody<Bytes, Infallible>;

@@ -1,4 +1,4 @@
-//! Request-body decompression (`tensorgate::http::encoding::Decoder`):
+//! Request-body decompression (`tensorgate_codec::codec::coding::Decoder`):
 //! arbitrary bytes as gzip (one or more members) or zlib, fed in
 //! fuzzer-chosen frames, stepped, under a fuzzer-chosen limit. Never more
 //! output than the limit, and the same result however the input is cut.
@@ -6,7 +6,7 @@
 
 use bytes::Bytes;
 use libfuzzer_sys::fuzz_target;
-use tensorgate::http::encoding::{Coding, Decoder, InflateError, STEP};
+use tensorgate_codec::codec::coding::{Coding, Decoder, InflateError, STEP};
 
 fn run(coding: Coding, limit: u64, frame: usize, body: &[u8]) -> Result<Vec<u8>, InflateError> {
     let mut d = Decoder::new(coding, limit).unwrap();

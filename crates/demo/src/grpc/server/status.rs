@@ -7,9 +7,9 @@
 
 use tonic::{Code, Status};
 
-use super::super::catalog::Model;
-use super::super::error::DemoError;
-use crate::codec::grpc::{InferError, TensorProblem};
+use crate::catalog::Model;
+use crate::error::DemoError;
+use tensorgate_codec::codec::grpc::{InferError, TensorProblem};
 
 /// The status for `e`.
 pub fn status(e: DemoError) -> Status {

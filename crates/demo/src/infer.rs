@@ -10,14 +10,14 @@ use serde_json::Value;
 use super::catalog::{Model, Named, VERSION};
 use super::error::DemoError;
 use super::respond::{self, Body};
-use crate::codec::v2::framing::{self, HeaderReader, IHCL_HEADER};
-use crate::codec::v2::json_write::{TensorForm, write_document};
-use crate::codec::v2::{
+use tensorgate_codec::codec::pieces::concat;
+use tensorgate_codec::codec::v2::framing::{self, HeaderReader, IHCL_HEADER};
+use tensorgate_codec::codec::v2::json_write::{TensorForm, write_document};
+use tensorgate_codec::codec::v2::{
     BinaryCollector, DocKind, DocLimits, DocParser, Document, EntryData, OutputSelection, Params,
     TensorEntry, collect,
 };
-use crate::http::body::concat;
-use crate::tensor::Tensor;
+use tensorgate_codec::tensor::Tensor;
 
 #[derive(Debug)]
 struct InferRequest {

@@ -11,16 +11,16 @@ use tokio_stream::Stream;
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Request, Response, Status, Streaming};
 
-use super::super::catalog::{MODELS, VERSION};
-use super::super::routes::server_metadata;
 use super::control::{self, Settings};
 use super::infer::{self, lookup};
 use super::stats::Stats;
 use super::status::status;
 use super::stream;
-use crate::codec::grpc::json;
-use crate::codec::grpc::proto::inference::*;
+use crate::catalog::{MODELS, VERSION};
 use crate::grpc::inference::grpc_inference_service_server::GrpcInferenceService;
+use crate::routes::server_metadata;
+use tensorgate_codec::codec::grpc::json;
+use tensorgate_codec::codec::grpc::proto::inference::*;
 
 /// The demo's gRPC inference service; cheap to clone (shared state).
 #[derive(Clone, Debug)]

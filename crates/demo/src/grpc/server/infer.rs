@@ -7,16 +7,16 @@ use std::time::Instant;
 
 use bytes::{Bytes, BytesMut};
 
-use super::super::catalog::{self, Model, Named, VERSION};
-use super::super::error::DemoError;
-use super::super::infer::{select, wanted_outputs};
 use super::stats::Stats;
 use super::status::refused;
-use crate::codec::grpc::proto::inference::model_infer_response::InferOutputTensor;
-use crate::codec::grpc::proto::inference::{ModelInferRequest, ModelInferResponse};
-use crate::codec::grpc::request_to_v2;
-use crate::codec::v2::DocLimits;
-use crate::tensor::Tensor;
+use crate::catalog::{self, Model, Named, VERSION};
+use crate::error::DemoError;
+use crate::infer::{select, wanted_outputs};
+use tensorgate_codec::codec::grpc::proto::inference::model_infer_response::InferOutputTensor;
+use tensorgate_codec::codec::grpc::proto::inference::{ModelInferRequest, ModelInferResponse};
+use tensorgate_codec::codec::grpc::request_to_v2;
+use tensorgate_codec::codec::v2::DocLimits;
+use tensorgate_codec::tensor::Tensor;
 
 /// The model a request names, or Triton's error for it.
 pub fn lookup(name: &str, version: &str) -> Result<&'static Model, DemoError> {
@@ -70,7 +70,7 @@ pub fn read(
     model: &Model,
     id: Option<&str>,
     request: ModelInferRequest,
-) -> Result<(crate::codec::v2::OutputSelection, Vec<Named>), DemoError> {
+) -> Result<(tensorgate_codec::codec::v2::OutputSelection, Vec<Named>), DemoError> {
     let v2 = request_to_v2(request, &DocLimits::default()).map_err(|e| refused(model, id, e))?;
     if v2.header.uses_shared_memory() {
         return Err(DemoError::Invalid(

@@ -3,7 +3,7 @@
 //! a request against these declarations in `checks.rs`; both read this
 //! file and neither reads the other's.
 
-use crate::tensor::{DataType, Tensor};
+use tensorgate_codec::tensor::{DataType, Tensor};
 
 /// A named tensor, as inputs and outputs travel.
 pub type Named = (String, Tensor);

@@ -3,7 +3,7 @@
 
 use super::catalog::{Io, Model, Named};
 use super::error::DemoError;
-use crate::tensor::Shape;
+use tensorgate_codec::tensor::Shape;
 
 impl Model {
     /// Triton's checks, in Triton's order: input set, datatype, batch size,
@@ -136,8 +136,8 @@ mod tests {
     use bytes::Bytes;
 
     use super::*;
-    use crate::demo::catalog::find;
-    use crate::tensor::{DataType, Tensor};
+    use crate::catalog::find;
+    use tensorgate_codec::tensor::{DataType, Tensor};
 
     fn i32s(shape: &[u64], values: &[i32]) -> Tensor {
         let data: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();

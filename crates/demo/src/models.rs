@@ -20,7 +20,7 @@ use serde_json::{Value, json};
 use super::catalog::{Io, Kind, MAX_RAMP, Model, Named, VERSION};
 use super::checks;
 use super::error::DemoError;
-use crate::tensor::{DataType, Tensor};
+use tensorgate_codec::tensor::{DataType, Tensor};
 
 impl Model {
     /// `GET /v2/models/{m}`. `identity` accepts anything, so it lists none.
@@ -128,7 +128,7 @@ fn ramp(id: Option<&str>, inputs: &[Named]) -> Result<Vec<Named>, DemoError> {
         .collect();
     let t = Tensor::new(
         DataType::F32,
-        crate::tensor::Shape::new(vec![count as u64]),
+        tensorgate_codec::tensor::Shape::new(vec![count as u64]),
         Bytes::from(data),
     )
     .map_err(|e| DemoError::Invalid(format!("output 'OUTPUT0': {e}")))?;
@@ -164,7 +164,7 @@ fn rowsum(inputs: Vec<Named>) -> Result<Vec<Named>, DemoError> {
         .collect();
     let score = Tensor::new(
         DataType::F32,
-        crate::tensor::Shape::new(vec![rows]),
+        tensorgate_codec::tensor::Shape::new(vec![rows]),
         Bytes::from(score),
     )
     .map_err(|e| DemoError::Invalid(format!("output 'score': {e}")))?;
@@ -211,8 +211,8 @@ fn simple(model: &Model, inputs: Vec<Named>) -> Result<Vec<Named>, DemoError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::demo::catalog::find;
-    use crate::tensor::Shape;
+    use crate::catalog::find;
+    use tensorgate_codec::tensor::Shape;
 
     fn i32s(shape: &[u64], values: &[i32]) -> Tensor {
         let data: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();

@@ -3,16 +3,19 @@
 //! Triton's 501.
 
 use bytes::Bytes;
-use http::HeaderMap;
+use http::header::CONTENT_ENCODING;
+use http::{HeaderMap, HeaderValue};
 
 use super::error::DemoError;
-use crate::http::body::concat;
-use crate::http::encoding::{Decoder, InflateError, request_coding};
+use tensorgate_codec::codec::coding::{Coding, Decoder, InflateError};
+use tensorgate_codec::codec::pieces::concat;
 
 /// The body, decompressed (bounded by `limit`) as its `Content-Encoding`
-/// says, with the gateway's own decoder.
+/// says, with the codec's decoder (the gateway's too).
 pub fn decode_body(headers: &HeaderMap, body: Bytes, limit: usize) -> Result<Bytes, DemoError> {
-    let coding = request_coding(headers).map_err(|_| DemoError::UnsupportedEncoding)?;
+    let values = headers.get_all(CONTENT_ENCODING).iter();
+    let coding = Coding::of_content_encoding(values.map(HeaderValue::as_bytes))
+        .map_err(|_| DemoError::UnsupportedEncoding)?;
     let Some(mut decoder) = Decoder::new(coding, limit as u64) else {
         return Ok(body);
     };

@@ -12,9 +12,9 @@ use tokio_stream::Stream;
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Request, Response, Status};
 
-use crate::codec::grpc::proto::health::health_check_response::ServingStatus;
-use crate::codec::grpc::proto::health::{HealthCheckRequest, HealthCheckResponse};
 use crate::grpc::health::health_server::Health;
+use tensorgate_codec::codec::grpc::proto::health::health_check_response::ServingStatus;
+use tensorgate_codec::codec::grpc::proto::health::{HealthCheckRequest, HealthCheckResponse};
 
 /// The services the demo answers for.
 pub const SERVICES: [&str; 2] = ["", "inference.GRPCInferenceService"];
