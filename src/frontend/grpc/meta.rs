@@ -56,7 +56,7 @@ pub(super) async fn serve(method: Method, call: Call<'_, Read>) -> Result<Respon
             idempotent: method.control().is_none(),
         },
     };
-    let reply: Bytes = match crate::infer::call::other(exchange, config, call).await? {
+    let reply: Bytes = match crate::infer::backend::call(exchange, config, call).await? {
         Answer::Grpc(GrpcAnswer::Message(m)) => m,
         Answer::Grpc(GrpcAnswer::Status { code, message }) | Answer::Refused { code, message } => {
             return Err(GrpcError::Backend { code, message }.into());

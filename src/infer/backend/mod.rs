@@ -36,17 +36,21 @@ pub(crate) use reply::{BackendReply, ReplyFraming, ReplyHead};
 pub(crate) use request::{RequestBody, provisional_header};
 
 use super::InferError;
-use super::calls::{Answer, Call};
+use super::calls::{Answer, Call, GrpcAnswer, Reply};
 use super::metadata::{MetadataError, ModelMetadata};
+use super::stats;
 use super::{Exchange, ModelRef, TensorData};
 use crate::codec::v2::Document;
 use crate::codec::v2::framing::IHCL_HEADER;
+use crate::config::Config;
 use crate::config::Protocol;
 use crate::error::{Error, Origin};
+use crate::http::body::{Body, full};
 use crate::http::body::{BoxError, ChunksBody};
 use crate::http::headers::lacks;
 use crate::observe::Metered;
 use crate::upstream::{OutBody, Outgoing, Upstream, UpstreamBody, UpstreamError};
+use http_body_util::BodyExt;
 
 /// `Inference-Header-Content-Length` as a header name: looked up or set by
 /// its text, the name is parsed (31 bytes checked and lowercased) every
@@ -163,9 +167,80 @@ pub(crate) async fn metadata(
     wire!(upstream, metadata(upstream, model).await)
 }
 
-/// A call other than infer, answered by the exchange's backend.
-pub(crate) async fn call(exchange: Exchange<'_>, call: Call) -> Result<Answer, Error> {
-    wire!(exchange.upstream, call(exchange, call).await)
+/// A call other than infer, answered by the exchange's backend: as it
+/// came when the backend speaks the call's protocol, translated when it
+/// does not. Statistics asked for without a model name are cut down to
+/// the route's own models ([`stats`]), whichever form the answer took.
+///
+/// A V2 request passed through to an HTTP backend (every health check,
+/// every metadata read) is the common case and is answered by the HTTP
+/// backend's future itself; the others are boxed, so that the common
+/// case's future is not as large as the largest of them.
+pub(crate) async fn call(
+    exchange: Exchange<'_>,
+    config: &Config,
+    call: Call,
+) -> Result<Answer, Error> {
+    match (exchange.upstream.backend.protocol(), call.all_stats) {
+        (Protocol::Http, false) => <http::Http as Wire>::call(exchange, call).await,
+        (Protocol::Grpc, false) => Box::pin(<grpc::Grpc as Wire>::call(exchange, call)).await,
+        (_, true) => Box::pin(all_stats(exchange, config, call)).await,
+    }
+}
+
+/// A call for every model's statistics, its answer cut down to the route's
+/// models.
+async fn all_stats(exchange: Exchange<'_>, config: &Config, call: Call) -> Result<Answer, Error> {
+    let answer = wire!(exchange.upstream, call(exchange, call).await)?;
+    let route = exchange.route;
+    let bad = |e: stats::StatsError| -> Error { e.into() };
+    Ok(match answer {
+        Answer::Http(resp) if resp.status().is_success() => {
+            Answer::Http(retain_http(exchange, config, resp).await?)
+        }
+        Answer::Grpc(GrpcAnswer::Message(m)) => Answer::Grpc(GrpcAnswer::Message(
+            stats::retain_grpc(config, route, &m).map_err(bad)?,
+        )),
+        Answer::Translated(mut translated) => {
+            if let (_, Reply::ModelStatistics(s)) = &mut *translated {
+                s.model_stats
+                    .retain(|m| stats::serves(config, route, &m.name));
+            }
+            Answer::Translated(translated)
+        }
+        other => other,
+    })
+}
+
+/// A V2 statistics reply, read (bounded by the route's
+/// `max_response_bytes`) and cut down.
+async fn retain_http(
+    exchange: Exchange<'_>,
+    config: &Config,
+    resp: Response<Body>,
+) -> Result<Response<Body>, Error> {
+    let resp = exchange.obs.unrelay(resp);
+    let (mut parts, mut body) = resp.into_parts();
+    let limit = exchange.route.limits.max_response_bytes;
+    let mut whole = Vec::new();
+    while let Some(frame) = body.frame().await {
+        let frame = frame.map_err(|e| InferError::from(exchange.upstream.body_error(&*e)))?;
+        if let Ok(data) = frame.into_data() {
+            whole.extend_from_slice(&data);
+            if whole.len() as u64 > limit {
+                return Err(InferError::ReplyTooLarge {
+                    route: exchange.route.name.clone(),
+                    limit,
+                }
+                .into());
+            }
+        }
+    }
+    let kept = stats::retain_json(config, exchange.route, &whole)?;
+    parts
+        .headers
+        .insert(header::CONTENT_LENGTH, kept.len().into());
+    Ok(Response::from_parts(parts, full(kept)))
 }
 
 /// A backend's reply body as the core reads it.

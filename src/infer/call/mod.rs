@@ -34,10 +34,8 @@ use bytes::Bytes;
 use http::HeaderMap;
 
 mod early;
-mod other;
 
 pub(crate) use early::{Attempt, EarlySend};
-pub(crate) use other::other;
 
 use super::backend::{self, BackendReply, RequestBody, Sent};
 use super::{Exchange, InferError, InferReply, InferRequest, ModelRef};
