@@ -16,26 +16,16 @@ BIN=${TENSORGATE_BIN:-${CARGO_TARGET_DIR:-target}/release/tensorgate}
 [ -x "$BIN" ] || cargo build --release --locked --bin tensorgate
 PY_SAGEMAKER=(bash scripts/sagemaker/client.sh python)
 
+LIB_NAME=examples
+# shellcheck source=../scripts/lib.sh
+. scripts/lib.sh
 say() { printf 'examples: %s\n' "$*" >&2; }
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/tensorgate-examples.XXXXXX")
-PIDS=()
-cleanup() {
-  for p in ${PIDS[@]+"${PIDS[@]}"}; do kill "$p" 2>/dev/null || true; done
-  for p in ${PIDS[@]+"${PIDS[@]}"}; do wait "$p" 2>/dev/null || true; done
-  rm -rf "$WORK"
-}
-trap cleanup EXIT
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-wait_ok() {
-  for _ in $(seq 1 100); do curl -fs -o /dev/null "$1" && return 0; sleep 0.1; done
-  echo "examples: no 200 from $1" >&2
-  return 1
-}
+trap 'stop_all; rm -rf "$WORK"' EXIT
 start() { # LOG ARGS...
   local log=$1
   shift
-  "$@" >"$WORK/$log" 2>&1 &
-  PIDS+=($!)
+  start_bg "$WORK/$log" "$@"
 }
 
 # A debug build: `cargo test --all-targets` has built it already, and one
@@ -47,7 +37,7 @@ DECTHINGS=${CARGO_TARGET_DIR:-target}/debug/examples/decthings_client
 # ---------------------------------------------------------------- 1. demo
 D=$(free_port); A=$(free_port)
 start demo.log "$BIN" --listen "127.0.0.1:$D" --admin-listen "127.0.0.1:$A"
-wait_ok "http://127.0.0.1:$A/readyz"
+wait_http "http://127.0.0.1:$A/readyz"
 say "demo: v2_client.py"
 python3 examples/v2_client.py --url "http://127.0.0.1:$D"
 say "demo: decthings_client"
@@ -65,9 +55,9 @@ sed -e "s#127.0.0.1:8101#127.0.0.1:$R1#; s#127.0.0.1:8102#127.0.0.1:$R2#" \
   -e "s#127.0.0.1:8000#127.0.0.1:$D#; s#127.0.0.1:9000#127.0.0.1:$A#" \
   examples/two-replicas.toml >"$WORK/config/two-replicas.toml"
 start replicas.log "$BIN" serve --config "$WORK/config/two-replicas.toml"
-wait_ok "http://127.0.0.1:$R1/v2/health/ready"
-wait_ok "http://127.0.0.1:$R2/v2/health/ready"
-wait_ok "http://127.0.0.1:$A/readyz"
+wait_http "http://127.0.0.1:$R1/v2/health/ready"
+wait_http "http://127.0.0.1:$R2/v2/health/ready"
+wait_http "http://127.0.0.1:$A/readyz"
 KEY=$(sed -n 's/^alice://p' examples/keys/example.keys)
 say "two replicas: v2_client.py with alice's key, 20 times"
 for _ in $(seq 1 20); do

@@ -36,7 +36,7 @@ set -euo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 cd "$HERE/.."
 BENCH_NAME=bench-grpc
-. "$HERE/bench/lib.sh"
+. "$HERE/bench/common.sh"
 . "$HERE/bench/nginx.sh"
 
 usage() {

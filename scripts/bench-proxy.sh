@@ -51,7 +51,7 @@
 set -euo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 cd "$HERE/.."
-. "$HERE/bench/lib.sh"
+. "$HERE/bench/common.sh"
 . "$HERE/bench/nginx.sh"
 . "$HERE/bench/haproxy.sh"
 . "$HERE/bench/caddy.sh"

@@ -8,16 +8,15 @@
 set -euo pipefail
 BIN=${1:-${CARGO_TARGET_DIR:-target}/release/tensorgate}
 command -v promtool >/dev/null 2>&1 || { echo "promtool not found (apt-get install prometheus)" >&2; exit 1; }
+# shellcheck source=lib.sh
+. "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/lib.sh"
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 DATA=$(free_port)
 ADMIN=$(free_port)
-PIDS=()
-trap 'kill "${PIDS[@]}" 2>/dev/null; wait "${PIDS[@]}" 2>/dev/null || true' EXIT
+trap stop_all EXIT
 B1=$(free_port); B2=$(free_port); B3=$(free_port)
 for port in "$B1" "$B2" "$B3"; do
-  "$BIN" demo-backend --listen "127.0.0.1:$port" >/dev/null 2>&1 &
-  PIDS+=($!)
+  start_bg /dev/null "$BIN" demo-backend --listen "127.0.0.1:$port"
 done
 CONFIG=$(mktemp)
 cat >"$CONFIG" <<EOF
@@ -40,15 +39,12 @@ allowed_types = ["INT32"]
 shape = [-1, 16]
 allowed_types = ["INT32"]
 EOF
-"$BIN" --config "$CONFIG" >/dev/null 2>&1 &
-PIDS+=($!)
+start_bg /dev/null "$BIN" --config "$CONFIG"
 
+# Each up to 10 s; one that is not ready shows in the checks below.
 for url in "http://127.0.0.1:$ADMIN/readyz" "http://127.0.0.1:$B1/v2/health/ready" \
   "http://127.0.0.1:$B2/v2/health/ready" "http://127.0.0.1:$B3/v2/health/ready"; do
-  for _ in $(seq 1 100); do
-    curl -fs "$url" >/dev/null 2>&1 && break
-    sleep 0.1
-  done
+  wait_http "$url" || true
 done
 BODY='{"inputs":[{"name":"INPUT0","shape":[1,16],"datatype":"INT32","data":[1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16]},{"name":"INPUT1","shape":[1,16],"datatype":"INT32","data":[1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1]}]}'
 curl -fs "http://127.0.0.1:$DATA/v2/models/simple/infer" -d "$BODY" >/dev/null

@@ -27,6 +27,8 @@
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
+# shellcheck source=lib.sh
+. scripts/lib.sh
 
 OUT="$ROOT/target/conformance"
 CACHE="${TENSORGATE_CACHE_DIR:-${HOME:?}/.cache/tensorgate}"
@@ -72,7 +74,7 @@ ensure_backend() {
   fi
   log "$name: starting on 127.0.0.1"
   STARTED_SERVERS+=("$name")
-  port=$("$PY" -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])')
+  port=$(free_port)
   if [ "$name" = triton ]; then
     args="--allow-grpc=true --grpc-address=127.0.0.1 --grpc-port=$port"
     export TENSORGATE_TRITON_GRPC="127.0.0.1:$port"

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Builds every fuzz target under fuzz/ and runs each for SECONDS (default 30),
-# then prints one line per target: executions, corpus size, crashes.
+# Builds every fuzz target of both fuzz packages and runs each for SECONDS
+# (default 30), then prints one line per target: executions, corpus size,
+# crashes. The packages: fuzz/ (the codec targets, built on tensorgate-codec
+# alone) and fuzz/gateway/ (targets that need the gateway crate).
 #
 #   scripts/fuzz-smoke.sh [SECONDS]
 #
@@ -10,14 +12,16 @@
 # RUSTC_BOOTSTRAP=1. Override with FUZZ_TOOLCHAIN=+nightly / FUZZ_TOOLCHAIN=
 # (empty: the default toolchain) and FUZZ_SANITIZER=address|none.
 #
-# Corpora live in fuzz/corpus/<target> (git-ignored) and are seeded from the
-# golden vectors on first use; crashes land in fuzz/artifacts/<target>.
+# Corpora live in <package>/corpus/<target> (git-ignored) and are seeded from
+# the golden vectors on first use; crashes land in <package>/artifacts/<target>.
 # Exits non-zero if any target crashed.
 set -euo pipefail
 
 SECONDS_PER_TARGET="${1:-30}"
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 FUZZ="$ROOT/fuzz"
+GATEWAY="$FUZZ/gateway"
+PACKAGES=("$FUZZ" "$GATEWAY")
 SANITIZER="${FUZZ_SANITIZER:-address}"
 
 if [[ -z "${FUZZ_TOOLCHAIN+set}" ]]; then
@@ -42,8 +46,14 @@ if ! cargo fuzz --version >/dev/null 2>&1; then
     exit 2
 fi
 
-cd "$FUZZ"
-TARGETS=$(cargo_fuzz list)
+# Corpora of the gateway targets from before they had a package of their
+# own (fuzz/corpus/<target>) move to it.
+for t in auth_credentials decthings_evaluate; do
+    if [[ -d "$FUZZ/corpus/$t" && ! -e "$GATEWAY/corpus/$t" ]]; then
+        mkdir -p "$GATEWAY/corpus"
+        mv "$FUZZ/corpus/$t" "$GATEWAY/corpus/$t"
+    fi
+done
 
 # Writes a seed file: the given prefix bytes (printf escapes) then a file or
 # a literal.
@@ -57,7 +67,7 @@ seed() { # dir name prefix [file|-literal]
 }
 
 seed_corpora() {
-    local v="$ROOT/tests/vectors/decthings" c="$FUZZ/corpus" f
+    local v="$ROOT/tests/vectors/decthings" c="$FUZZ/corpus" cg="$GATEWAY/corpus" f
     if [[ ! -d "$c/decthings_tensor" ]]; then
         for f in "$v"/current/*.bin; do seed "$c/decthings_tensor" "cur-$(basename "$f")" '\x00' "$f"; done
         for f in "$v"/legacy/*.bin; do seed "$c/decthings_tensor" "leg-$(basename "$f")" '\x01' "$f"; done
@@ -87,8 +97,8 @@ seed_corpora() {
         seed "$c/v2_framing" ihcl '' '- 123 '
         seed "$c/v2_framing" sagemaker '' '-application/vnd.sagemaker-triton.binary+json;json-header-size=42'
     fi
-    if [[ ! -d "$c/decthings_evaluate" ]]; then
-        for f in "$v"/rpc/evaluate_http_body.bin; do seed "$c/decthings_evaluate" "$(basename "$f")" '' "$f"; done
+    if [[ ! -d "$cg/decthings_evaluate" ]]; then
+        for f in "$v"/rpc/evaluate_http_body.bin; do seed "$cg/decthings_evaluate" "$(basename "$f")" '' "$f"; done
     fi
     local s="$ROOT/tests/fixtures/sagemaker" t ext
     for t in sagemaker_csv:csv sagemaker_json:json sagemaker_jsonlines:jsonl sagemaker_recordio:recordio; do
@@ -97,10 +107,10 @@ seed_corpora() {
             for f in "$s"/*."$ext"; do seed "$c/$t" "$(basename "$f")" '' "$f"; done
         fi
     done
-    if [[ ! -d "$c/auth_credentials" ]]; then
-        seed "$c/auth_credentials" keys '\x00' $'-# keys\nalice:aaaaaaaaaaaaaaaa\nbob : bbbbbbbbbbbbbbbb\n'
-        seed "$c/auth_credentials" bearer '\x01' $'-authorization: Bearer aaaaaaaaaaaaaaaa\n'
-        seed "$c/auth_credentials" sigv4 '\x01' $'-authorization: AWS4-HMAC-SHA256 Credential=alice/20260115/us-east-1/sagemaker/aws4_request, SignedHeaders=host;x-amz-date, Signature=2ec261a6ceb1fae9f8c743bfe0967f81fa9ef2e66162d88961eea42f1783d0aa\nx-amz-date: 20260115T093000Z\nx-amz-content-sha256: UNSIGNED-PAYLOAD\n\n1,2\n'
+    if [[ ! -d "$cg/auth_credentials" ]]; then
+        seed "$cg/auth_credentials" keys '\x00' $'-# keys\nalice:aaaaaaaaaaaaaaaa\nbob : bbbbbbbbbbbbbbbb\n'
+        seed "$cg/auth_credentials" bearer '\x01' $'-authorization: Bearer aaaaaaaaaaaaaaaa\n'
+        seed "$cg/auth_credentials" sigv4 '\x01' $'-authorization: AWS4-HMAC-SHA256 Credential=alice/20260115/us-east-1/sagemaker/aws4_request, SignedHeaders=host;x-amz-date, Signature=2ec261a6ceb1fae9f8c743bfe0967f81fa9ef2e66162d88961eea42f1783d0aa\nx-amz-date: 20260115T093000Z\nx-amz-content-sha256: UNSIGNED-PAYLOAD\n\n1,2\n'
     fi
     local g="$ROOT/tests/vectors/grpc" t="$ROOT/tests/fixtures/grpc/triton-2.51"
     if [[ ! -d "$c/grpc_infer_request" ]]; then
@@ -134,33 +144,41 @@ seed_corpora() {
 }
 seed_corpora
 
-echo "building fuzz targets (toolchain: ${FUZZ_TOOLCHAIN:-default}${RUSTC_BOOTSTRAP:+ with RUSTC_BOOTSTRAP=1}, sanitizer: $SANITIZER)"
-cargo_fuzz build --sanitizer "$SANITIZER"
-
 LOGS="$FUZZ/target/smoke-logs"
 mkdir -p "$LOGS"
 SUMMARY=()
 FAILED=0
-for t in $TARGETS; do
-    mkdir -p "corpus/$t" "artifacts/$t"
-    before=$(find "artifacts/$t" -type f | wc -l)
-    echo "== $t: ${SECONDS_PER_TARGET}s"
-    status=0
-    cargo_fuzz run --sanitizer "$SANITIZER" "$t" -- \
-        -max_total_time="$SECONDS_PER_TARGET" -print_final_stats=1 -rss_limit_mb=2048 \
-        >"$LOGS/$t.log" 2>&1 || status=$?
-    execs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$LOGS/$t.log" | grep -o '[0-9]*$' || true)
-    corpus=$(find "corpus/$t" -type f | wc -l)
-    crashes=$(($(find "artifacts/$t" -type f | wc -l) - before))
-    if [[ $status -ne 0 || $crashes -gt 0 ]]; then
-        FAILED=1
-        tail -n 30 "$LOGS/$t.log"
-    fi
-    SUMMARY+=("$(printf '%-18s %12s %8s %8s %6s' "$t" "${execs:-?}" "$corpus" "$crashes" "$status")")
+
+# Builds one package's targets, then runs each for SECONDS_PER_TARGET.
+fuzz_package() { # package directory
+    local pkg="$1" t status before execs corpus crashes
+    cd "$pkg"
+    echo "building the fuzz targets of ${pkg#"$ROOT"/} (toolchain: ${FUZZ_TOOLCHAIN:-default}${RUSTC_BOOTSTRAP:+ with RUSTC_BOOTSTRAP=1}, sanitizer: $SANITIZER)"
+    cargo_fuzz build --fuzz-dir "$pkg" --sanitizer "$SANITIZER"
+    for t in $(cargo_fuzz list --fuzz-dir "$pkg"); do
+        mkdir -p "corpus/$t" "artifacts/$t"
+        before=$(find "artifacts/$t" -type f | wc -l)
+        echo "== $t: ${SECONDS_PER_TARGET}s"
+        status=0
+        cargo_fuzz run --fuzz-dir "$pkg" --sanitizer "$SANITIZER" "$t" -- \
+            -max_total_time="$SECONDS_PER_TARGET" -print_final_stats=1 -rss_limit_mb=2048 \
+            >"$LOGS/$t.log" 2>&1 || status=$?
+        execs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$LOGS/$t.log" | grep -o '[0-9]*$' || true)
+        corpus=$(find "corpus/$t" -type f | wc -l)
+        crashes=$(($(find "artifacts/$t" -type f | wc -l) - before))
+        if [[ $status -ne 0 || $crashes -gt 0 ]]; then
+            FAILED=1
+            tail -n 30 "$LOGS/$t.log"
+        fi
+        SUMMARY+=("$(printf '%-20s %12s %8s %8s %6s' "$t" "${execs:-?}" "$corpus" "$crashes" "$status")")
+    done
+}
+for pkg in "${PACKAGES[@]}"; do
+    fuzz_package "$pkg"
 done
 
 echo
-printf '%-18s %12s %8s %8s %6s\n' target execs corpus crashes exit
+printf '%-20s %12s %8s %8s %6s\n' target execs corpus crashes exit
 printf '%s\n' "${SUMMARY[@]}"
 echo "logs: $LOGS"
 exit $FAILED

@@ -139,15 +139,8 @@ say "built in $(($(date +%s) - started))s: $("${ENGINE[@]}" image inspect --form
 [ -n "$RUN_CHECKS" ] || exit 0
 
 # ---------------------------------------------------------------- run
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-wait_ok() { # URL: 200 within 10 s
-  for _ in $(seq 1 100); do
-    curl -fs -o /dev/null "$1" && return 0
-    sleep 0.1
-  done
-  echo "image: no 200 from $1 within 10 s" >&2
-  return 1
-}
+# shellcheck source=lib.sh
+. "$ROOT/scripts/lib.sh"
 run() { # NAME ARGS...: detached, non-root, host network
   local name=$1
   shift
@@ -166,7 +159,7 @@ BODY='{"inputs":[{"name":"INPUT0","shape":[1,16],"datatype":"INT32","data":[1,2,
 SUM='"data":[2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17]'
 check_gateway() { # DATA ADMIN WHAT
   local data=$1 admin=$2 what=$3 got
-  wait_ok "http://127.0.0.1:$admin/healthz"
+  wait_http "http://127.0.0.1:$admin/healthz"
   got=$(curl -fsS "http://127.0.0.1:$data/v2/models/simple/infer" -d "$BODY")
   case $got in
     *"$SUM"*) ;;
@@ -199,7 +192,7 @@ if curl -s -o /dev/null "http://127.0.0.1:8001/" 2>/dev/null; then
   say "127.0.0.1:8001 is taken: skipping the baked-in configuration check"
 else
   run "tg-image-backend-$$" demo-backend --listen 127.0.0.1:8001
-  wait_ok "http://127.0.0.1:8001/v2/health/ready"
+  wait_http "http://127.0.0.1:8001/v2/health/ready"
   D=$(free_port); A=$(free_port)
   run "tg-image-config-$$" serve --config /etc/tensorgate/tensorgate.toml \
     --listen "127.0.0.1:$D" --admin-listen "127.0.0.1:$A"

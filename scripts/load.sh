@@ -21,17 +21,15 @@ BIN=${TENSORGATE_BIN:-${CARGO_TARGET_DIR:-target}/release/tensorgate}
 [ -x "$BIN" ] || cargo build --release --bin tensorgate >&2
 command -v wrk >/dev/null || { echo "wrk not found (apt-get install wrk)" >&2; exit 1; }
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-wait_port() { for _ in $(seq 1 200); do (echo >"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0; sleep 0.05; done; return 1; }
+# shellcheck source=lib.sh
+. scripts/lib.sh
 
 WORK=$(mktemp -d)
+trap 'stop_all; rm -rf "$WORK"' EXIT
 BACKEND_PORT=$(free_port); GW_PORT=$(free_port); ADMIN_PORT=$(free_port)
-"$BIN" demo-backend --listen "127.0.0.1:$BACKEND_PORT" 2>/dev/null &
-BACKEND=$!
-RUST_LOG=warn "$BIN" --backend "http://127.0.0.1:$BACKEND_PORT" --listen "127.0.0.1:$GW_PORT" --admin-listen "127.0.0.1:$ADMIN_PORT" 2>/dev/null &
-GW=$!
-trap 'kill $GW $BACKEND 2>/dev/null; wait 2>/dev/null; rm -rf "$WORK"' EXIT
-wait_port "$BACKEND_PORT"; wait_port "$GW_PORT"
+start_bg "$WORK/backend.log" "$BIN" demo-backend --listen "127.0.0.1:$BACKEND_PORT"
+start_bg "$WORK/gateway.log" env RUST_LOG=warn "$BIN" --backend "http://127.0.0.1:$BACKEND_PORT" --listen "127.0.0.1:$GW_PORT" --admin-listen "127.0.0.1:$ADMIN_PORT"
+wait_port "$BACKEND_PORT" 10; wait_port "$GW_PORT" 10
 
 SIMPLE='{"inputs":[{"name":"INPUT0","shape":[1,16],"datatype":"INT32","data":[1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16]},{"name":"INPUT1","shape":[1,16],"datatype":"INT32","data":[1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1]}]}'
 python3 - >"$WORK/identity.json" <<'PY'

@@ -14,18 +14,16 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 BIN=${1:-${CARGO_TARGET_DIR:-target}/release/tensorgate}
 [ -x "$BIN" ] || cargo build --release --bin tensorgate >&2
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-wait_port() { for _ in $(seq 1 200); do (echo >"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0; sleep 0.05; done; return 1; }
+# shellcheck source=lib.sh
+. scripts/lib.sh
 peak_kib() { awk '/VmHWM/ {print $2}' "/proc/$1/status"; }
 
 WORK=$(mktemp -d)
+trap 'stop_all; rm -rf "$WORK"' EXIT
 BACKEND_PORT=$(free_port)
-"$BIN" demo-backend --listen "127.0.0.1:$BACKEND_PORT" 2>/dev/null &
-BACKEND=$!
+start_bg "$WORK/backend.log" "$BIN" demo-backend --listen "127.0.0.1:$BACKEND_PORT"
 GW=""
-cleanup() { [ -n "$GW" ] && kill "$GW" 2>/dev/null; kill "$BACKEND" 2>/dev/null; wait 2>/dev/null; rm -rf "$WORK"; }
-trap cleanup EXIT
-wait_port "$BACKEND_PORT"
+wait_port "$BACKEND_PORT" 10
 
 # Limits large enough for the biggest case: 1 GiB bodies, 2^28 elements.
 cat >"$WORK/gateway.toml" <<TOML
@@ -43,13 +41,13 @@ TOML
 start_gateway() {
   local port admin
   port=$(free_port); admin=$(free_port)
-  "$BIN" --config "$WORK/gateway.toml" --listen "127.0.0.1:$port" --admin-listen "127.0.0.1:$admin" 2>/dev/null &
-  GW=$!
-  wait_port "$port"
+  start_bg "$WORK/gateway-$port.log" "$BIN" --config "$WORK/gateway.toml" --listen "127.0.0.1:$port" --admin-listen "127.0.0.1:$admin"
+  GW=$BG_PID
+  wait_port "$port" 10
   GW_PORT=$port
 }
 
-stop_gateway() { kill "$GW" 2>/dev/null; wait "$GW" 2>/dev/null || true; GW=""; }
+stop_gateway() { stop_pid "$GW"; GW=""; }
 
 # measure LABEL SIZE_DESC CURL_ARGS... : prints one table row.
 measure() {

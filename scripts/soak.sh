@@ -26,8 +26,8 @@
 set -euo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 cd "$HERE/.."
-# shellcheck source=scripts/soak/lib.sh
-. "$HERE/soak/lib.sh"
+# shellcheck source=scripts/soak/common.sh
+. "$HERE/soak/common.sh"
 
 usage() {
   awk 'NR > 1 && /^set -/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0" >&2

@@ -17,7 +17,11 @@
 #      started mid-run) and tests/it/queue_balancing.rs (two gateway processes
 #      balancing on the Triton pair's own queues, read from their metrics
 #      ports);
-#      the codec property tests are then soaked at 20,000 cases;
+#      the codec property tests are then soaked at 20,000 cases; the
+#      release binary's link order (build.rs) is checked as soon as it is
+#      built, before the tests: at least 90 % of link/symbol-order.txt's
+#      functions in it, laid out in the listed order
+#      (scripts/bench/symbol_order.py --check);
 #   3. promtool on a real /metrics scrape after traffic;
 #   4. deploy/ manifests, dashboard and Dockerfile checks;
 #   5. the Python conformance suite with the real clients (tritonclient,
@@ -45,6 +49,8 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 ROOT=$(pwd)
+# shellcheck source=lib.sh
+. scripts/lib.sh
 TARGET=${CARGO_TARGET_DIR:-$ROOT/target}
 BIN="$TARGET/release/tensorgate"
 
@@ -86,7 +92,7 @@ trap stop_backends EXIT
 step "starting real backends on 127.0.0.1"
 # Triton serves gRPC too, on a port of its own (tritonserver takes the last
 # --allow-grpc it is given).
-TG_TRITON_GRPC_PORT=$(python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])')
+TG_TRITON_GRPC_PORT=$(free_port)
 if out=$(TENSORGATE_TRITON_ARGS="--allow-grpc=true --grpc-address=127.0.0.1 --grpc-port=$TG_TRITON_GRPC_PORT" bash scripts/triton-backend.sh start); then
   eval "$out"
   export TENSORGATE_TRITON_URL
@@ -104,7 +110,7 @@ else
   [ -n "${CI:-}" ] && exit 1
   skip "scripts/triton-pair.sh: the Triton pair did not start"
 fi
-TG_KSERVE_GRPC_PORT=$(python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])')
+TG_KSERVE_GRPC_PORT=$(free_port)
 if out=$(TENSORGATE_KSERVE_GRPC_PORT=$TG_KSERVE_GRPC_PORT bash scripts/kserve-backend.sh start); then
   eval "$out"
   export TENSORGATE_KSERVE_URL
@@ -115,8 +121,15 @@ else
   skip "scripts/kserve-backend.sh: KServe did not start"
 fi
 
-step "cargo test (unit, integration, conformance)"
+step "release build of the gateway"
 cargo build --locked --release --bin tensorgate
+step "link order of the release binary: link/symbol-order.txt's functions in it, in order (scripts/bench/symbol_order.py --check)"
+if [ "${TENSORGATE_SYMBOL_ORDER:-}" = off ]; then
+  skip "scripts/bench/symbol_order.py --check: TENSORGATE_SYMBOL_ORDER=off"
+else
+  python3 scripts/bench/symbol_order.py --check "$BIN" link/symbol-order.txt
+fi
+step "cargo test (unit, integration, conformance)"
 cargo test --locked --all-targets
 
 # The codec property tests again at 20,000 cases each (128 in the run

@@ -27,8 +27,8 @@
 set -euo pipefail
 
 TG_NAME=triton
-# shellcheck source=backends/lib.sh
-. "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/backends/lib.sh"
+# shellcheck source=backends/common.sh
+. "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/backends/common.sh"
 
 VENV="$TG_CACHE_DIR/venv-triton"
 BACKEND_DIR="$TG_CACHE_DIR/triton-backends"

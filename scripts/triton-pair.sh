@@ -15,6 +15,8 @@ set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 REPO="$(cd "$HERE/.." && pwd)"
 CACHE="${TENSORGATE_CACHE_DIR:-$HOME/.cache/tensorgate}"
+# shellcheck source=lib.sh
+. "$HERE/lib.sh"
 PAIR_ARGS="--model-control-mode=explicit --load-model=simple --load-model=identity_fp32 --load-model=slow --model-repository=$REPO/tests/models-queue"
 
 case "${1:-}" in
@@ -27,7 +29,7 @@ case "${1:-}" in
       # The port stays with the run directory: a pair already running
       # (start is idempotent) keeps its metrics port.
       if [ ! -s "$run/metrics.port" ] || ! TENSORGATE_RUN_DIR="$run" bash "$HERE/triton-backend.sh" status >/dev/null 2>&1; then
-        python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])' >"$run/metrics.port"
+        free_port >"$run/metrics.port"
       fi
       port="$(cat "$run/metrics.port")"
       args="$PAIR_ARGS --allow-metrics=true --metrics-address=127.0.0.1 --metrics-port=$port"

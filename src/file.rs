@@ -12,12 +12,12 @@ use std::path::Path;
 
 /// Most bytes read from a configuration or TLS file: far past any real
 /// one, and a bound on what a file replaced by something huge costs.
-pub const MAX_FILE_BYTES: u64 = 16 << 20;
+pub(crate) const MAX_FILE_BYTES: u64 = 16 << 20;
 
 /// Opens `path` (through symlinks) for reading without blocking, if it is
 /// a regular file; anything else is an [`io::ErrorKind::InvalidInput`]
 /// error saying what it is.
-pub fn open_regular(path: &Path) -> io::Result<File> {
+pub(crate) fn open_regular(path: &Path) -> io::Result<File> {
     let mut options = std::fs::OpenOptions::new();
     options.read(true);
     #[cfg(unix)]
@@ -40,7 +40,7 @@ pub fn open_regular(path: &Path) -> io::Result<File> {
 
 /// The contents of the regular file at `path`, at most `max` bytes (more
 /// is an error).
-pub fn read_regular(path: &Path, max: u64) -> io::Result<Vec<u8>> {
+pub(crate) fn read_regular(path: &Path, max: u64) -> io::Result<Vec<u8>> {
     let mut bytes = Vec::new();
     open_regular(path)?
         .take(max.saturating_add(1))
@@ -55,7 +55,7 @@ pub fn read_regular(path: &Path, max: u64) -> io::Result<Vec<u8>> {
 }
 
 /// [`read_regular`] bounded by [`MAX_FILE_BYTES`].
-pub fn read(path: &Path) -> io::Result<Vec<u8>> {
+pub(crate) fn read(path: &Path) -> io::Result<Vec<u8>> {
     read_regular(path, MAX_FILE_BYTES)
 }
 

@@ -11,27 +11,28 @@
 // The workspace denies `unsafe`; the library forbids it outright (the one
 // exception is the binary's allocator, in src/main.rs).
 #![forbid(unsafe_code)]
+#![warn(unreachable_pub)]
 
 pub use tensorgate_codec::{codec, rules, tensor};
 
 pub mod auth;
-pub mod calendar;
+pub(crate) mod calendar;
 pub mod cli;
 pub mod config;
 pub mod cpu;
 pub mod error;
-pub mod file;
+pub(crate) mod file;
 pub mod frontend;
-pub mod gateway;
+pub(crate) mod gateway;
 pub mod guard;
 pub mod http;
-pub mod infer;
+pub(crate) mod infer;
 pub mod metrics;
 pub mod observe;
-pub mod otel;
+pub(crate) mod otel;
 pub mod reload;
 pub mod server;
 pub mod tls;
-pub mod trace;
-pub mod upstream;
-pub mod worker;
+pub(crate) mod trace;
+pub(crate) mod upstream;
+pub(crate) mod worker;

@@ -15,12 +15,12 @@ thread_local! {
 /// The pool slot of the calling thread: `1 + n` on worker `n`, 0 anywhere
 /// else (the main runtime: health checks, shadow copies started there,
 /// tests).
-pub fn current() -> usize {
+pub(crate) fn current() -> usize {
     CURRENT.with(Cell::get)
 }
 
 /// Marks the calling thread as worker `n` (called once, as the worker
 /// thread starts).
-pub fn enter(n: usize) {
+pub(crate) fn enter(n: usize) {
     CURRENT.with(|c| c.set(n + 1));
 }

@@ -1,12 +1,12 @@
-//! Request-body decompression (`codec::coding::Decoder`): arbitrary
-//! bytes as gzip (one or more members) or zlib, fed in fuzzer-chosen
-//! frames, stepped, under a fuzzer-chosen limit. Never more output than
-//! the limit, and the same result however the input is cut.
+//! Request-body decompression (`tensorgate_codec::codec::coding::Decoder`):
+//! arbitrary bytes as gzip (one or more members) or zlib, fed in
+//! fuzzer-chosen frames, stepped, under a fuzzer-chosen limit. Never more
+//! output than the limit, and the same result however the input is cut.
 #![no_main]
 
 use bytes::Bytes;
 use libfuzzer_sys::fuzz_target;
-use tensorgate::codec::coding::{Coding, Decoder, InflateError, STEP};
+use tensorgate_codec::codec::coding::{Coding, Decoder, InflateError, STEP};
 
 fn run(coding: Coding, limit: u64, frame: usize, body: &[u8]) -> Result<Vec<u8>, InflateError> {
     let mut d = Decoder::new(coding, limit).unwrap();

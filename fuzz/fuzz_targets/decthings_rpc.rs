@@ -5,7 +5,7 @@
 
 use bytes::Bytes;
 use libfuzzer_sys::fuzz_target;
-use tensorgate::codec::decthings::rpc;
+use tensorgate_codec::codec::decthings::rpc;
 
 fuzz_target!(|data: &[u8]| {
     let input = Bytes::copy_from_slice(data);

@@ -5,7 +5,7 @@
 
 use bytes::{Bytes, BytesMut};
 use libfuzzer_sys::fuzz_target;
-use tensorgate::codec::decthings::{Layout, DecodeLimits, decode, decode_all, encode};
+use tensorgate_codec::codec::decthings::{Layout, DecodeLimits, decode, decode_all, encode};
 
 fuzz_target!(|data: &[u8]| {
     let Some((&flags, rest)) = data.split_first() else {

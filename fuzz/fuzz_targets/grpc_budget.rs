@@ -6,8 +6,8 @@
 
 use libfuzzer_sys::fuzz_target;
 use prost::Message;
-use tensorgate::codec::grpc::budget::{self, Caps};
-use tensorgate::codec::grpc::proto::inference::ModelInferRequest;
+use tensorgate_codec::codec::grpc::budget::{self, Caps};
+use tensorgate_codec::codec::grpc::proto::inference::ModelInferRequest;
 
 const CAPS: Caps = Caps {
     max_values: 64,

@@ -7,7 +7,7 @@
 
 use bytes::Bytes;
 use libfuzzer_sys::fuzz_target;
-use tensorgate::codec::grpc::{FrameDecoder, FrameError, FrameLimits};
+use tensorgate_codec::codec::grpc::{FrameDecoder, FrameError, FrameLimits};
 
 /// The reference reading: messages and the error (or truncation) that ends
 /// the stream, in one pass over the whole input.

@@ -5,8 +5,8 @@
 
 use bytes::Bytes;
 use libfuzzer_sys::fuzz_target;
-use tensorgate::codec::grpc::{decode_request, encode_request};
-use tensorgate::codec::v2::DocLimits;
+use tensorgate_codec::codec::grpc::{decode_request, encode_request};
+use tensorgate_codec::codec::v2::DocLimits;
 
 fuzz_target!(|data: &[u8]| {
     let limits = DocLimits::new(1 << 16, 8);

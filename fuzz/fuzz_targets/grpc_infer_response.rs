@@ -6,9 +6,11 @@
 use bytes::Bytes;
 use libfuzzer_sys::fuzz_target;
 use prost::Message;
-use tensorgate::codec::grpc::proto::inference::ModelStreamInferResponse;
-use tensorgate::codec::grpc::{decode_response, encode_response, encode_stream_response, response_to_v2};
-use tensorgate::codec::v2::DocLimits;
+use tensorgate_codec::codec::grpc::proto::inference::ModelStreamInferResponse;
+use tensorgate_codec::codec::grpc::{
+    decode_response, encode_response, encode_stream_response, response_to_v2,
+};
+use tensorgate_codec::codec::v2::DocLimits;
 
 fuzz_target!(|data: &[u8]| {
     let limits = DocLimits::new(1 << 16, 8);

@@ -4,7 +4,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use tensorgate::codec::grpc::json;
+use tensorgate_codec::codec::grpc::json;
 
 macro_rules! round_trip {
     ($body:expr, $read:path, $write:path) => {

@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use libfuzzer_sys::fuzz_target;
-use tensorgate::codec::grpc::timeout::{encode, parse};
+use tensorgate_codec::codec::grpc::timeout::{encode, parse};
 
 fuzz_target!(|data: &[u8]| {
     let ok = parse(data).is_ok();

@@ -2,10 +2,10 @@
 //! fuzzer-chosen body with a fuzzer-chosen element type, batch size and
 //! chunking, and check that the outcome does not depend on either.
 
-use tensorgate::codec::sagemaker::{
+use tensorgate_codec::codec::sagemaker::{
     Batch, DecodeConfig, RecordError, RequestDecoder, RequestFormat,
 };
-use tensorgate::tensor::DataType;
+use tensorgate_codec::tensor::DataType;
 
 const TYPES: [DataType; 12] = [
     DataType::F32,

@@ -4,7 +4,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use tensorgate::codec::sagemaker::{RequestFormat, negotiate_accept, request_format};
+use tensorgate_codec::codec::sagemaker::{RequestFormat, negotiate_accept, request_format};
 
 #[path = "sagemaker_common.rs"]
 mod common;

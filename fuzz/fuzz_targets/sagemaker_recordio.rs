@@ -3,7 +3,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use tensorgate::codec::sagemaker::RequestFormat;
+use tensorgate_codec::codec::sagemaker::RequestFormat;
 
 #[path = "sagemaker_common.rs"]
 mod common;

@@ -13,7 +13,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use tensorgate::codec::v2::{DocError, DocKind, DocLimits, DocParser, Document, EntryData};
+use tensorgate_codec::codec::v2::{DocError, DocKind, DocLimits, DocParser, Document, EntryData};
 
 /// Chunk sizes from 1 to 64 bytes (sometimes up to 4 KiB), from `seed`.
 fn chunk_sizes(seed: u16, len: usize) -> Vec<usize> {

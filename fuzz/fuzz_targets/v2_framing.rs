@@ -6,7 +6,7 @@
 
 use bytes::Bytes;
 use libfuzzer_sys::fuzz_target;
-use tensorgate::codec::v2::framing::{
+use tensorgate_codec::codec::v2::framing::{
     ChunkSplitter, FramingError, HeaderReader, parse_ihcl, sagemaker_header_size,
 };
 

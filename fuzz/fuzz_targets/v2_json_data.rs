@@ -3,8 +3,8 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use tensorgate::codec::v2::json_data::{DataError, DataParser, Progress};
-use tensorgate::tensor::DataType;
+use tensorgate_codec::codec::v2::json_data::{DataError, DataParser, Progress};
+use tensorgate_codec::tensor::DataType;
 
 fn parser(dtype: DataType, expected: Option<u64>) -> DataParser {
     DataParser::new(dtype, expected, 1 << 16, 32)

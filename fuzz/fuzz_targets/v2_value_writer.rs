@@ -5,8 +5,8 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use tensorgate::codec::v2::json_write::ValueWriter;
-use tensorgate::tensor::DataType;
+use tensorgate_codec::codec::v2::json_write::ValueWriter;
+use tensorgate_codec::tensor::DataType;
 
 fuzz_target!(|data: &[u8]| {
     let Some((&at, bytes)) = data.split_first() else {

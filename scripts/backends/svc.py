@@ -1,37 +1,18 @@
 #!/usr/bin/env python3
-"""Small stdlib-only helpers for scripts/*-backend.sh (no third-party imports).
+"""Small stdlib-only helpers for scripts/*-backend.sh (no third-party imports);
+free ports and port checks are scripts/lib.sh's.
 
-  svc.py free-port
-      print a TCP port that is free on 127.0.0.1
   svc.py wait-ready URL TIMEOUT_S PID
       poll URL until it answers HTTP 200; exit 0 when it does, 1 on timeout,
       2 as soon as process PID is gone
   svc.py probe URL
       exit 0 if URL answers HTTP 200 within 2 s, 1 otherwise
-  svc.py port-free PORT
-      exit 0 if PORT can be bound on 127.0.0.1 right now, 1 otherwise
 """
 import os
-import socket
 import sys
 import time
 import urllib.error
 import urllib.request
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def port_free(port: int) -> bool:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        try:
-            sock.bind(("127.0.0.1", port))
-        except OSError:
-            return False
-    return True
 
 
 def answers_200(url: str, timeout: float = 2.0) -> bool:
@@ -70,13 +51,8 @@ def wait_ready(url: str, timeout: float, pid: int) -> int:
 
 
 def main(argv) -> int:
-    if len(argv) >= 2 and argv[1] == "free-port":
-        print(free_port())
-        return 0
     if len(argv) == 5 and argv[1] == "wait-ready":
         return wait_ready(argv[2], float(argv[3]), int(argv[4]))
-    if len(argv) == 3 and argv[1] == "port-free":
-        return 0 if port_free(int(argv[2])) else 1
     if len(argv) == 3 and argv[1] == "probe":
         return 0 if answers_200(argv[2]) else 1
     print(__doc__, file=sys.stderr)

@@ -1,5 +1,5 @@
 # shellcheck shell=bash
-# Caddy, a reference proxy of scripts/bench-proxy.sh. Sourced; needs lib.sh.
+# Caddy, a reference proxy of scripts/bench-proxy.sh. Sourced; needs common.sh.
 #
 # caddy_config DIR BACKEND_PORT LISTEN_PORT: writes DIR/Caddyfile: plain
 # HTTP on 127.0.0.1 only (`bind`), no admin endpoint (`admin off`), no

@@ -5,7 +5,7 @@
 # connection per client connection, no access log, pool, metrics, timeouts
 # or header rules), the floor under issue 25's targets for a proxy that
 # keeps hyper on both sides. Run with 2 threads, beside nginx's 2 workers
-# and HAProxy's 2 threads. Sourced; needs lib.sh. The binary is
+# and HAProxy's 2 threads. Sourced; needs common.sh. The binary is
 # TENSORGATE_FLOOR_BIN, by default the release build of the example
 # (cargo build --release --example hyper_floor).
 

@@ -1,6 +1,6 @@
 # shellcheck shell=bash
 # HAProxy, a reference proxy of scripts/bench-proxy.sh. Sourced; needs
-# lib.sh.
+# common.sh.
 #
 # haproxy_config DIR BACKEND_PORT LISTEN_PORT: writes DIR/haproxy.cfg: one
 # process in the foreground with 2 threads (`nbthread 2`), `mode http`,

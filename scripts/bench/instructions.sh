@@ -59,7 +59,7 @@
 # has a deadline, and everything started is stopped on exit.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-. scripts/bench/lib.sh
+. scripts/bench/common.sh
 . scripts/bench/nginx.sh
 
 BIN=target/release/tensorgate

@@ -1,6 +1,6 @@
 # shellcheck shell=bash
 # nginx, one of the reference proxies of scripts/bench-proxy.sh (and the one
-# scripts/bench/instructions.sh --nginx counts). Sourced; needs lib.sh.
+# scripts/bench/instructions.sh --nginx counts). Sourced; needs common.sh.
 #
 # nginx_config DIR BACKEND_PORT LISTEN_PORT [WORKERS [MASTER]]: writes
 # DIR/nginx.conf. nginx runs in the foreground (`daemon off`) as the current

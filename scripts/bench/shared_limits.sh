@@ -11,8 +11,8 @@
 # (TENSORGATE_BIN, default target/release/tensorgate).
 set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-# shellcheck source=lib.sh
-. "$HERE/lib.sh"
+# shellcheck source=common.sh
+. "$HERE/common.sh"
 BIN="${TENSORGATE_BIN:-$HERE/../../target/release/tensorgate}"
 DURATION="${1:-10}"
 ROUNDS="${2:-2}"

@@ -20,8 +20,8 @@
 set -euo pipefail
 
 TG_NAME=sagemaker
-# shellcheck source=../backends/lib.sh
-. "$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/backends/lib.sh"
+# shellcheck source=../backends/common.sh
+. "$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/backends/common.sh"
 
 VENV="$TG_CACHE_DIR/venv-sagemaker"
 REQUIREMENTS="$TG_BACKENDS_DIR/requirements-sagemaker.txt"

@@ -17,14 +17,12 @@ ACCEPT=${3:-text/csv}
 BIN=${TENSORGATE_BIN:-${CARGO_TARGET_DIR:-target}/release/tensorgate}
 [ -x "$BIN" ] || cargo build --release --bin tensorgate >&2
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-wait_port() { for _ in $(seq 1 200); do (echo >"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0; sleep 0.05; done; return 1; }
+# shellcheck source=../lib.sh
+. scripts/lib.sh
 kib() { awk -v k="$2" '$1 == k":" {print $2}' "/proc/$1/status"; }
 
 WORK=$(mktemp -d)
-PIDS=()
-cleanup() { for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$WORK"; }
-trap cleanup EXIT
+trap 'stop_all; rm -rf "$WORK"' EXIT
 
 python3 - "$RECORDS" "$FEATURES" >"$WORK/body.csv" <<'PY'
 import random, sys
@@ -38,9 +36,8 @@ PY
 SIZE=$(stat -c %s "$WORK/body.csv")
 
 BACKEND_PORT=$(free_port); PORT=$(free_port); ADMIN=$(free_port)
-"$BIN" demo-backend --listen "127.0.0.1:$BACKEND_PORT" 2>/dev/null &
-PIDS+=($!)
-wait_port "$BACKEND_PORT"
+start_bg "$WORK/backend.log" "$BIN" demo-backend --listen "127.0.0.1:$BACKEND_PORT"
+wait_port "$BACKEND_PORT" 10
 cat >"$WORK/gateway.toml" <<TOML
 [backends.demo]
 url = "http://127.0.0.1:$BACKEND_PORT"
@@ -51,10 +48,9 @@ backend = "demo"
 [routes.sagemaker]
 default_model = "rowsum"
 TOML
-RUST_LOG=warn "$BIN" --config "$WORK/gateway.toml" --listen "127.0.0.1:$PORT" --admin-listen "127.0.0.1:$ADMIN" 2>"$WORK/gateway.log" &
-GW=$!
-PIDS+=("$GW")
-wait_port "$PORT"
+start_bg "$WORK/gateway.log" env RUST_LOG=warn "$BIN" --config "$WORK/gateway.toml" --listen "127.0.0.1:$PORT" --admin-listen "127.0.0.1:$ADMIN"
+GW=$BG_PID
+wait_port "$PORT" 10
 # Warm up (connections, metadata cache), then take the idle RSS.
 curl -sf -o /dev/null -H 'content-type: text/csv' --data-binary $'1,2\n' "http://127.0.0.1:$PORT/invocations"
 IDLE=$(kib "$GW" VmRSS)

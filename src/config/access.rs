@@ -86,7 +86,7 @@ pub(super) struct KeyFiles {
 impl KeyFiles {
     /// The keys of `path`; the first failure to read a file is reported at
     /// `key`, later uses of the same file only get `None`.
-    pub fn load(
+    pub(super) fn load(
         &mut self,
         path: &Path,
         sigv4: bool,

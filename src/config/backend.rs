@@ -294,10 +294,10 @@ pub enum Protocol {
 }
 
 /// Why a URL with a user part is refused.
-pub const CREDENTIALS: &str = "user:password@ in a URL is never sent (and would show in logs, metrics and the status page): take it out";
+pub(super) const CREDENTIALS: &str = "user:password@ in a URL is never sent (and would show in logs, metrics and the status page): take it out";
 
 /// Whether the URL `text` has a user part (`scheme://user:password@host`).
-pub fn credentials(text: &str) -> bool {
+pub(super) fn credentials(text: &str) -> bool {
     let rest = text.split_once("://").map_or(text, |(_, r)| r);
     rest.split(['/', '?', '#'])
         .next()
@@ -309,7 +309,7 @@ pub fn credentials(text: &str) -> bool {
 /// `grpcs://host:port` (no path) for a backend that speaks gRPC; never
 /// with a user part ([`CREDENTIALS`]). The file loader and `--backend`
 /// both use this.
-pub fn parse_url(text: &str) -> Result<http::Uri, String> {
+pub(super) fn parse_url(text: &str) -> Result<http::Uri, String> {
     // `http::Uri` lets some characters RFC 3986 does not allow (`\`, `"`,
     // `{`, ...) through; a backend URL has no use for them.
     let uri_char = |b: u8| b.is_ascii_alphanumeric() || b"-._~:/?#[]@!$&'()*+,;=%".contains(&b);
@@ -346,13 +346,13 @@ pub fn parse_url(text: &str) -> Result<http::Uri, String> {
 }
 
 /// Whether `url` is an `https://` or `grpcs://` URL (reached over TLS).
-pub fn is_https(url: &http::Uri) -> bool {
+pub(super) fn is_https(url: &http::Uri) -> bool {
     matches!(url.scheme_str(), Some("https" | "grpcs"))
 }
 
 /// Checks a DNS name to resolve: `host:port`, the host a DNS name of
 /// letters, digits, `-` and `.` (an IP address is allowed too).
-pub fn parse_dns(text: &str) -> Result<DnsName, String> {
+pub(super) fn parse_dns(text: &str) -> Result<DnsName, String> {
     let bad =
         || format!("{text:?} is not a host:port to resolve (like \"triton-headless.ns.svc:8001\")");
     let (host, port) = text.rsplit_once(':').ok_or_else(bad)?;

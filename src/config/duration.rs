@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 /// Parses `<integer><unit>` with unit `ms`, `s`, `m` or `h`.
-pub fn parse(text: &str) -> Result<Duration, String> {
+pub(super) fn parse(text: &str) -> Result<Duration, String> {
     let text = text.trim();
     let split = text
         .find(|c: char| !c.is_ascii_digit())

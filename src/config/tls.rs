@@ -13,7 +13,7 @@ pub use crate::tls::{BackendTls, ClientAuth, Identity, PemFile, ServerTls};
 use crate::tls::{Part, TlsError};
 
 /// Reads the PEM file at `path`; a failure is reported at `key`.
-pub fn read_pem(path: &Path, key: &str) -> Result<PemFile, ConfigError> {
+pub(super) fn read_pem(path: &Path, key: &str) -> Result<PemFile, ConfigError> {
     crate::file::read(path)
         .map(|bytes| PemFile {
             path: path.to_owned(),

@@ -20,10 +20,10 @@ use std::time::{Duration, Instant};
 
 /// How long the helper spins for its next job before it parks: about
 /// what the caller takes between two chunks already read.
-pub const SPIN: Duration = Duration::from_micros(50);
+pub(super) const SPIN: Duration = Duration::from_micros(50);
 /// How long a parked helper waits for its next job before it goes back
 /// to the pool: a request whose body trickles in does not hold a thread.
-pub const IDLE: Duration = Duration::from_millis(2);
+pub(super) const IDLE: Duration = Duration::from_millis(2);
 /// How long the caller spins for the helper's part before it blocks.
 const WAIT_SPIN: Duration = Duration::from_micros(200);
 
@@ -32,17 +32,17 @@ type Job = Box<dyn FnOnce() + Send>;
 /// Where the slot stands (`Helper::state`).
 mod state {
     /// No helper thread: the next job borrows one.
-    pub const GONE: u8 = 0;
+    pub(super) const GONE: u8 = 0;
     /// A helper thread waits for a job.
-    pub const EMPTY: u8 = 1;
+    pub(super) const EMPTY: u8 = 1;
     /// A job waits in the slot.
-    pub const POSTED: u8 = 2;
+    pub(super) const POSTED: u8 = 2;
     /// The helper runs the job.
-    pub const RUNNING: u8 = 3;
+    pub(super) const RUNNING: u8 = 3;
     /// The helper ran the job; the caller collects it.
-    pub const DONE: u8 = 4;
+    pub(super) const DONE: u8 = 4;
     /// The pair is dropped: the helper leaves.
-    pub const CLOSED: u8 = 5;
+    pub(super) const CLOSED: u8 = 5;
 }
 use state::*;
 

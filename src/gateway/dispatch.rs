@@ -16,13 +16,13 @@ use crate::metrics::Kind;
 /// The path prefixes frontends other than V2 answer under, from the
 /// configuration (computed once).
 #[derive(Clone, Debug, Default)]
-pub struct Prefixes {
+pub(crate) struct Prefixes {
     /// `{prefix}/Model/evaluate`, per route with the Decthings frontend on.
     decthings: BTreeSet<String>,
 }
 
 impl Prefixes {
-    pub fn new(config: &Config) -> Prefixes {
+    pub(crate) fn new(config: &Config) -> Prefixes {
         Prefixes {
             decthings: config
                 .routes
@@ -37,7 +37,7 @@ impl Prefixes {
 /// What a request is: the frontend that serves it, with what its path
 /// says.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Endpoint {
+pub(crate) enum Endpoint {
     /// `POST /v2/models/{m}[/versions/{v}]/infer`.
     V2Infer(v2::Infer),
     /// Any other path: passed through to the backend of the route serving
@@ -56,7 +56,7 @@ pub enum Endpoint {
 
 impl Endpoint {
     /// The frontend's `kind` label.
-    pub fn kind(&self) -> Kind {
+    pub(crate) fn kind(&self) -> Kind {
         match self {
             Endpoint::V2Infer(f) => f.kind(),
             Endpoint::Passthrough(f) => f.kind(),
@@ -71,7 +71,10 @@ impl Endpoint {
 /// Classifies a request: a gRPC call by its content type (any path: gRPC
 /// paths are `/package.Service/Method`, never decoded), anything else by
 /// its method and path.
-pub fn endpoint<B>(req: &http::Request<B>, prefixes: &Prefixes) -> Result<Endpoint, RouteError> {
+pub(crate) fn endpoint<B>(
+    req: &http::Request<B>,
+    prefixes: &Prefixes,
+) -> Result<Endpoint, RouteError> {
     // A request without a content type (most GETs) is known not to be
     // gRPC without a lookup.
     let typed = !crate::http::headers::lacks(req.headers(), &http::header::CONTENT_TYPE);
@@ -82,7 +85,7 @@ pub fn endpoint<B>(req: &http::Request<B>, prefixes: &Prefixes) -> Result<Endpoi
 }
 
 /// Classifies a request by its method and path.
-pub fn classify(
+pub(crate) fn classify(
     method: &Method,
     raw_path: &str,
     prefixes: &Prefixes,

@@ -54,7 +54,7 @@ use std::pin::Pin;
 /// One request being served: the future of its frontend's path alone, boxed
 /// once (a future holding every frontend's path would be as large as the
 /// largest, and copied whole into its box for every request).
-pub type Handling = Pin<Box<dyn Future<Output = Response<Metered<Body>>> + Send>>;
+pub(crate) type Handling = Pin<Box<dyn Future<Output = Response<Metered<Body>>> + Send>>;
 
 impl Gateway {
     /// Serves one request from the client at `peer` (when known); every

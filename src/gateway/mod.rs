@@ -6,14 +6,14 @@
 //! ([`authorize`]), admit, open the body, serve or render the error.
 //! Served through [`live::Live`], swapped whole on a reload.
 
-pub mod authorize;
-pub mod dispatch;
+pub(crate) mod authorize;
+pub(crate) mod dispatch;
 mod drive;
-pub mod live;
-pub mod readiness;
+pub(crate) mod live;
+pub(crate) mod readiness;
 mod whole;
 
-pub use drive::Handling;
+pub(crate) use drive::Handling;
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, OnceLock};
@@ -35,7 +35,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 /// from it. Replaced whole on a reload ([`live`]); a request keeps the one
 /// it started with.
 #[derive(Debug)]
-pub struct Shared {
+pub(crate) struct Shared {
     pub config: Config,
     /// Each backend's client, by backend name.
     pub clients: BTreeMap<String, Client>,
@@ -151,7 +151,7 @@ fn route_key(route: &Arc<Route>) -> usize {
 }
 
 /// Each route's shadow, sending through `clients`.
-pub fn shadows(
+pub(crate) fn shadows(
     config: &Config,
     clients: &BTreeMap<String, Client>,
     metrics: &Metrics,
@@ -171,7 +171,7 @@ pub fn shadows(
 
 /// The most gRPC health `Watch` streams one client address (an IPv6 /64)
 /// may hold open: a probe needs one per service it watches.
-pub const WATCHES_PER_CLIENT: usize = 16;
+pub(crate) const WATCHES_PER_CLIENT: usize = 16;
 
 /// The gateway service for one configuration. Cheap to clone.
 #[derive(Clone, Debug)]

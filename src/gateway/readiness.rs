@@ -30,7 +30,7 @@ impl Readiness {
 
 /// Whether one of `route`'s backends (with a weight above 0) has a replica
 /// taking traffic with each of the route's models ready.
-pub fn route_ready(route: &Route, clients: &BTreeMap<String, Client>) -> bool {
+pub(crate) fn route_ready(route: &Route, clients: &BTreeMap<String, Client>) -> bool {
     route.split.iter().filter(|w| w.weight > 0).any(|w| {
         clients
             .get(&w.backend.name)
@@ -39,7 +39,7 @@ pub fn route_ready(route: &Route, clients: &BTreeMap<String, Client>) -> bool {
 }
 
 /// Checks every route (nothing when `server.readyz = "process"`).
-pub fn check(config: &Config, clients: &BTreeMap<String, Client>) -> Readiness {
+pub(crate) fn check(config: &Config, clients: &BTreeMap<String, Client>) -> Readiness {
     let mode = config.server.readyz;
     let mut not_ready = Vec::new();
     if mode != Readyz::Process {

@@ -21,7 +21,7 @@ use crate::http::spool::{SpoolLimits, spool};
 /// one of the gateway's errors (a backend's stream, a body's I/O).
 #[derive(Debug, thiserror::Error)]
 #[error("the reply broke off before its end")]
-pub struct ReplyCut;
+pub(super) struct ReplyCut;
 
 impl Classify for ReplyCut {
     fn classify(&self) -> Classified {
@@ -33,13 +33,13 @@ impl Classify for ReplyCut {
 }
 
 /// Whether replies to this request must be whole before they start.
-pub fn wanted(head: &Parts) -> bool {
+pub(super) fn wanted(head: &Parts) -> bool {
     head.version <= Version::HTTP_10 && head.method != Method::HEAD
 }
 
 /// Whether `resp` could be cut without the client seeing it: a body of no
 /// known length.
-pub fn needed(resp: &Response<Body>) -> bool {
+pub(super) fn needed(resp: &Response<Body>) -> bool {
     let status = resp.status();
     let bodiless = status.is_informational()
         || status == StatusCode::NO_CONTENT
@@ -52,7 +52,10 @@ pub fn needed(resp: &Response<Body>) -> bool {
 
 /// `resp` read whole into a spool bounded by `limits`, then answered with
 /// its length; the error that cut it, if it broke off.
-pub async fn hold(resp: Response<Body>, limits: &SpoolLimits) -> Result<Response<Body>, Error> {
+pub(super) async fn hold(
+    resp: Response<Body>,
+    limits: &SpoolLimits,
+) -> Result<Response<Body>, Error> {
     let (parts, mut body) = resp.into_parts();
     let (mut writer, held) = spool(limits.clone());
     while let Some(frame) = body.frame().await {

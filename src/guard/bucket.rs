@@ -10,7 +10,7 @@ use crate::config::Rate;
 
 /// What taking tokens came to.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub enum Take {
+pub(super) enum Take {
     /// Taken.
     Ok,
     /// Not enough tokens: this long until there are.
@@ -28,13 +28,13 @@ struct State {
 
 /// A token bucket.
 #[derive(Debug)]
-pub struct Bucket {
+pub(super) struct Bucket {
     state: Mutex<State>,
 }
 
 impl Bucket {
     /// A full bucket.
-    pub fn new(rate: Rate, now: Instant) -> Bucket {
+    pub(super) fn new(rate: Rate, now: Instant) -> Bucket {
         Bucket {
             state: Mutex::new(State {
                 rate,
@@ -45,14 +45,14 @@ impl Bucket {
     }
 
     /// Changes the rate, keeping the tokens saved (at most the new burst).
-    pub fn set_rate(&self, rate: Rate) {
+    pub(super) fn set_rate(&self, rate: Rate) {
         let mut s = self.lock();
         s.rate = rate;
         s.tokens = s.tokens.min(rate.burst as f64);
     }
 
     /// Takes `n` tokens at `now` if the bucket has them.
-    pub fn take(&self, n: u64, now: Instant) -> Take {
+    pub(super) fn take(&self, n: u64, now: Instant) -> Take {
         let mut s = self.lock();
         let verdict = s.refill(n, now);
         if verdict == Take::Ok {
@@ -62,21 +62,21 @@ impl Bucket {
     }
 
     /// Whether `n` tokens could be taken at `now`, taking none.
-    pub fn peek(&self, n: u64, now: Instant) -> Take {
+    pub(super) fn peek(&self, n: u64, now: Instant) -> Take {
         self.lock().refill(n, now)
     }
 
     /// Takes `n` tokens at `now` whatever it holds, down to empty: what a
     /// local copy of a shared bucket does when the store admitted a
     /// request.
-    pub fn drain(&self, n: u64, now: Instant) {
+    pub(super) fn drain(&self, n: u64, now: Instant) {
         let mut s = self.lock();
         s.refill(n, now);
         s.tokens = (s.tokens - n as f64).max(0.0);
     }
 
     /// Gives back tokens taken for a request another bucket refused.
-    pub fn give_back(&self, n: u64) {
+    pub(super) fn give_back(&self, n: u64) {
         let mut s = self.lock();
         s.tokens = (s.tokens + n as f64).min(s.rate.burst as f64);
     }

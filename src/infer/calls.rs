@@ -29,11 +29,11 @@ use crate::codec::v2::path::{self, ModelAction, V2Path};
 use crate::http::body::Body;
 use crate::infer::ModelRef;
 
-pub use crate::upstream::grpc::Answer as GrpcAnswer;
+pub(crate) use crate::upstream::grpc::Answer as GrpcAnswer;
 
 /// What a call other than infer is, whatever protocol it came in.
 #[derive(Clone, Debug, PartialEq)]
-pub enum Op {
+pub(crate) enum Op {
     ServerLive,
     ServerReady,
     ServerMetadata,
@@ -61,11 +61,11 @@ pub enum Op {
 }
 
 /// Repository load and unload parameters.
-pub type Parameters = BTreeMap<String, pb::ModelRepositoryParameter>;
+pub(crate) type Parameters = BTreeMap<String, pb::ModelRepositoryParameter>;
 
 /// A backend's answer to an [`Op`], in neutral form.
 #[derive(Clone, Debug, PartialEq)]
-pub enum Reply {
+pub(crate) enum Reply {
     /// Live or ready.
     Flag(bool),
     ServerMetadata(pb::ServerMetadataResponse),
@@ -79,7 +79,7 @@ pub enum Reply {
 
 /// A call as its client made it.
 #[derive(Debug)]
-pub enum Origin {
+pub(crate) enum Origin {
     /// A V2 HTTP request: its head, and its body, forwarded as it is.
     Http {
         parts: http::request::Parts,
@@ -98,7 +98,7 @@ pub enum Origin {
 
 /// A call other than infer, for the core.
 #[derive(Debug)]
-pub struct Call {
+pub(crate) struct Call {
     pub origin: Origin,
     /// Statistics asked for without a model name: answered for the
     /// caller's route's models only ([`super::stats`]).
@@ -107,7 +107,7 @@ pub struct Call {
 
 /// A backend's answer to a call.
 #[derive(Debug)]
-pub enum Answer {
+pub(crate) enum Answer {
     /// A V2 HTTP request forwarded: the backend's reply as it came.
     Http(Response<Body>),
     /// A gRPC call forwarded: the backend's message or status as it came.
@@ -124,7 +124,7 @@ pub enum Answer {
 
 /// Why a call could not be read or answered.
 #[derive(Debug, thiserror::Error)]
-pub enum CallError {
+pub(crate) enum CallError {
     #[error("{0} is not served by a backend that speaks {1}")]
     Untranslated(String, &'static str),
     #[error("invalid {message}: {reason}")]
@@ -156,7 +156,10 @@ impl crate::error::Classify for CallError {
 
 /// Decodes a small message (a call's request, a backend's answer), checked
 /// on its wire form first (`name`: its full protobuf name).
-pub fn decode<M: Message + Default>(bytes: &[u8], name: &'static str) -> Result<M, CallError> {
+pub(crate) fn decode<M: Message + Default>(
+    bytes: &[u8],
+    name: &'static str,
+) -> Result<M, CallError> {
     if let Some(schema) = budget::schema(name) {
         budget::check(schema, bytes, &Caps::DEFAULT)?;
     }
@@ -175,7 +178,7 @@ fn model(name: String, version: String) -> ModelRef {
 
 impl Op {
     /// What a gRPC call is.
-    pub fn from_grpc(method: &str, message: &[u8]) -> Result<Op, CallError> {
+    pub(crate) fn from_grpc(method: &str, message: &[u8]) -> Result<Op, CallError> {
         Ok(match method {
             "ServerLive" => Op::ServerLive,
             "ServerReady" => Op::ServerReady,
@@ -231,7 +234,7 @@ impl Op {
 
     /// What a V2 HTTP request is (`body`: its body, read, for the
     /// endpoints that take one).
-    pub fn from_http(method: &Method, path: &str, body: &[u8]) -> Op {
+    pub(crate) fn from_http(method: &Method, path: &str, body: &[u8]) -> Op {
         let untranslated = || Op::Untranslated(format!("{method} {path}"));
         let Ok(segments) = path::split_path(path) else {
             return untranslated();
@@ -283,12 +286,12 @@ impl Op {
     }
 
     /// Whether the V2 endpoint for it takes a request body.
-    pub fn http_body(method: &Method) -> bool {
+    pub(crate) fn http_body(method: &Method) -> bool {
         method == Method::POST
     }
 
     /// The gRPC method that stands for it, and its message.
-    pub fn grpc(&self) -> Result<(&'static str, Vec<u8>), CallError> {
+    pub(crate) fn grpc(&self) -> Result<(&'static str, Vec<u8>), CallError> {
         let named = |m: &ModelRef| (m.name.clone(), m.version.clone().unwrap_or_default());
         Ok(match self {
             Op::ServerLive => ("ServerLive", pb::ServerLiveRequest {}.encode_to_vec()),
@@ -345,7 +348,7 @@ impl Op {
     }
 
     /// The V2 HTTP request that stands for it: method, path, JSON body.
-    pub fn http(&self) -> Result<(Method, String, Option<Value>), CallError> {
+    pub(crate) fn http(&self) -> Result<(Method, String, Option<Value>), CallError> {
         let model_path = |m: &ModelRef| path::model_base(&m.name, m.version.as_deref());
         Ok(match self {
             Op::ServerLive => (Method::GET, "/v2/health/live".into(), None),
@@ -385,7 +388,7 @@ impl Op {
     }
 
     /// Whether its answer is a flag (live, ready).
-    pub fn is_flag(&self) -> bool {
+    pub(crate) fn is_flag(&self) -> bool {
         matches!(self, Op::ServerLive | Op::ServerReady | Op::ModelReady(_))
     }
 }
@@ -393,7 +396,7 @@ impl Op {
 impl Reply {
     /// An HTTP backend's answer to `op`: its status, and its JSON body
     /// (a flag's answer is its status alone).
-    pub fn from_json(op: &Op, status: u16, body: &[u8]) -> Result<Reply, CallError> {
+    pub(crate) fn from_json(op: &Op, status: u16, body: &[u8]) -> Result<Reply, CallError> {
         let translate = |what: &'static str| {
             move |e: tr::JsonError| CallError::Translate {
                 what,
@@ -426,7 +429,7 @@ impl Reply {
 
     /// A gRPC backend's answer message to `op`, checked on its wire form
     /// and decoded.
-    pub fn from_message(op: &Op, message: &[u8]) -> Result<Reply, CallError> {
+    pub(crate) fn from_message(op: &Op, message: &[u8]) -> Result<Reply, CallError> {
         Ok(match op {
             Op::ServerLive => {
                 let r: pb::ServerLiveResponse = decode(message, "inference.ServerLiveResponse")?;
@@ -463,7 +466,7 @@ impl Reply {
     /// The reply as the V2 HTTP endpoint gives it: a flag is its status
     /// alone (200, or 400 as Triton answers a model that is not ready),
     /// the others JSON, a load or unload an empty 200.
-    pub fn to_http(&self) -> Result<Response<Body>, CallError> {
+    pub(crate) fn to_http(&self) -> Result<Response<Body>, CallError> {
         let translate = |e: tr::JsonError| CallError::Translate {
             what: "reply",
             reason: e.to_string(),
@@ -492,7 +495,7 @@ impl Reply {
     }
 
     /// The reply as `op`'s gRPC answer message.
-    pub fn to_message(&self, op: &Op) -> Vec<u8> {
+    pub(crate) fn to_message(&self, op: &Op) -> Vec<u8> {
         match self {
             Reply::Flag(live) if *op == Op::ServerLive => {
                 pb::ServerLiveResponse { live: *live }.encode_to_vec()

@@ -19,7 +19,7 @@ fn refused(route: &Route) -> impl Fn(crate::rules::Violation) -> InferError + '_
 
 /// Checks the tensor heads (name, datatype, shape) `parser` has made known
 /// since the last call against the input rules.
-pub fn check_heads(route: &Route, parser: &mut DocParser) -> Result<(), InferError> {
+pub(crate) fn check_heads(route: &Route, parser: &mut DocParser) -> Result<(), InferError> {
     parser
         .check_heads(|name, datatype, shape| route.rules.check(Side::Input, name, datatype, shape))
         .map_err(refused(route))
@@ -27,7 +27,7 @@ pub fn check_heads(route: &Route, parser: &mut DocParser) -> Result<(), InferErr
 
 /// Checks a whole request header: every input's head, then the rules that
 /// need the whole list (required inputs, duplicates).
-pub fn check_request(route: &Route, header: &Document) -> Result<(), InferError> {
+pub(crate) fn check_request(route: &Route, header: &Document) -> Result<(), InferError> {
     for t in &header.tensors {
         route
             .rules
@@ -46,7 +46,7 @@ const MAX_MEMBER_VALUES: u64 = 65_536;
 
 /// Limits on a client's request document, from the route's limits: the JSON
 /// outside tensor `data` is bounded like a binary request's header.
-pub fn doc_limits(route: &Route) -> DocLimits {
+pub(crate) fn doc_limits(route: &Route) -> DocLimits {
     let l = &route.limits;
     DocLimits::new(l.max_elements_per_tensor, l.max_dims)
         .with_member_budget(l.max_json_header_bytes, MAX_MEMBER_VALUES)
@@ -55,7 +55,7 @@ pub fn doc_limits(route: &Route) -> DocLimits {
 /// The same limits for a protobuf message (a gRPC client's request, a
 /// gRPC backend's reply), checked on its wire form before it is decoded:
 /// what lies outside tensor data is bounded like a JSON header.
-pub fn grpc_caps(route: &Route) -> Caps {
+pub(crate) fn grpc_caps(route: &Route) -> Caps {
     let l = &route.limits;
     Caps {
         max_values: MAX_MEMBER_VALUES,

@@ -17,7 +17,7 @@ use crate::upstream::UpstreamError;
 
 /// A failure of the inference core.
 #[derive(Debug, thiserror::Error)]
-pub enum InferError {
+pub(crate) enum InferError {
     /// A request tensor breaks one of its route's rules.
     #[error("route \"{route}\": {violation}")]
     Rule { route: String, violation: Violation },
@@ -67,7 +67,7 @@ pub enum InferError {
 
 /// What was wrong with a backend's reply.
 #[derive(Debug, thiserror::Error)]
-pub enum MalformedReply {
+pub(crate) enum MalformedReply {
     /// The HTTP exchange itself was malformed (the HTTP parser's words).
     #[error("{detail}")]
     Http { detail: String },
@@ -94,7 +94,7 @@ pub enum MalformedReply {
 
 /// Why a raw binary request was refused before it reached the backend.
 #[derive(Debug, thiserror::Error)]
-pub enum RawError {
+pub(crate) enum RawError {
     #[error(
         "a raw binary request (Inference-Header-Content-Length: 0) cannot be checked against this route's input rules: the metadata of model \"{model}\" is unavailable ({reason}); send a JSON or binary-extension request that names the input"
     )]

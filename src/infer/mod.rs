@@ -16,21 +16,21 @@
 //! failures are [`InferError`]s; the upstream's and the guard's pass
 //! through them unchanged.
 
-pub mod backend;
-pub mod call;
-pub mod calls;
-pub mod checks;
+pub(crate) mod backend;
+pub(crate) mod call;
+pub(crate) mod calls;
+pub(crate) mod checks;
 mod error;
-pub mod metadata;
-pub mod raw_input;
-pub mod request;
-pub mod route;
-pub mod shadow;
-pub mod split;
-pub mod stats;
+pub(crate) mod metadata;
+pub(crate) mod raw_input;
+pub(crate) mod request;
+pub(crate) mod route;
+pub(crate) mod shadow;
+pub(crate) mod split;
+pub(crate) mod stats;
 
-pub use error::InferError;
-pub use request::{InferReply, InferRequest, ModelRef, TensorData};
+pub(crate) use error::InferError;
+pub(crate) use request::{InferReply, InferRequest, ModelRef, TensorData};
 
 use std::sync::Arc;
 
@@ -47,7 +47,7 @@ const METADATA_ENTRIES: usize = 256;
 /// The core's client of one backend: the upstream that sends to its
 /// replicas, and the cache of its models' metadata. Cheap to clone.
 #[derive(Clone, Debug)]
-pub struct Client {
+pub(crate) struct Client {
     pub upstream: Upstream,
     /// The backend's models' metadata, cached for `metadata_ttl`.
     pub metadata: Arc<MetadataCache>,
@@ -55,7 +55,7 @@ pub struct Client {
 
 impl Client {
     /// The client of `backend`, its replicas counted in `metrics`.
-    pub fn new(backend: Arc<crate::config::Backend>, metrics: &Metrics) -> Client {
+    pub(crate) fn new(backend: Arc<crate::config::Backend>, metrics: &Metrics) -> Client {
         let metadata = MetadataCache::new(backend.metadata_ttl, METADATA_ENTRIES);
         Client {
             upstream: Upstream::with_metrics(backend, metrics),

@@ -8,7 +8,7 @@
 //! the request is refused with what to send instead: a route's rules are
 //! never skipped silently.
 
-pub use super::error::RawError;
+pub(crate) use super::error::RawError;
 
 use super::InferError;
 use crate::infer::metadata::{MetadataError, TensorSpec};
@@ -19,7 +19,11 @@ use crate::tensor::Shape;
 /// Checks a raw request of `size` bytes for `model` against the route's
 /// input rules. Routes without input rules are not asked about (nothing
 /// to hold); the backend still checks the body itself.
-pub async fn check(exchange: Exchange<'_>, model: &ModelRef, size: u64) -> Result<(), InferError> {
+pub(crate) async fn check(
+    exchange: Exchange<'_>,
+    model: &ModelRef,
+    size: u64,
+) -> Result<(), InferError> {
     let rules = &exchange.route.rules;
     if rules.inputs.is_empty() {
         return Ok(());
@@ -72,7 +76,7 @@ pub async fn check(exchange: Exchange<'_>, model: &ModelRef, size: u64) -> Resul
 /// batching model's batch dimension as `-1` like any variable one: every
 /// `-1` but the last becomes 1 (Triton sends a raw request as a batch of
 /// one), and the last holds what the body's size leaves.
-pub fn deduce(spec: &TensorSpec, size: u64) -> Result<Shape, &'static str> {
+pub(crate) fn deduce(spec: &TensorSpec, size: u64) -> Result<Shape, &'static str> {
     let wildcards = spec.shape.iter().filter(|&&d| d < 0).count();
     let fixed = spec
         .shape

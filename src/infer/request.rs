@@ -77,7 +77,7 @@ impl TensorData {
 
 /// An inference request, protocol-neutral.
 #[derive(Clone, Debug)]
-pub struct InferRequest {
+pub(crate) struct InferRequest {
     pub model: ModelRef,
     /// The V2 request header: members passed through to the backend and
     /// each input's head. Its entries' [`EntryData`](crate::codec::v2::EntryData)
@@ -90,7 +90,7 @@ pub struct InferRequest {
 impl InferRequest {
     /// A request with no pass-through members: what frontends other than
     /// V2 build.
-    pub fn new(model: ModelRef, inputs: Vec<(TensorEntry, TensorData)>) -> InferRequest {
+    pub(crate) fn new(model: ModelRef, inputs: Vec<(TensorEntry, TensorData)>) -> InferRequest {
         let (tensors, data) = inputs.into_iter().unzip();
         InferRequest {
             model,
@@ -105,7 +105,7 @@ impl InferRequest {
     }
 
     /// Elements in every input.
-    pub fn element_count(&self) -> u64 {
+    pub(crate) fn element_count(&self) -> u64 {
         self.header.element_count()
     }
 }

@@ -57,7 +57,7 @@ impl Classify for RouteError {
 
 /// The route serving `model` among those `serves` accepts: the one listing
 /// it, else the default route.
-pub fn for_model<'c>(
+pub(crate) fn for_model<'c>(
     config: &'c Config,
     model: &str,
     serves: impl Fn(&Route) -> bool,
@@ -72,7 +72,7 @@ pub fn for_model<'c>(
 
 /// The route for a V2 request: the one serving the model its path names,
 /// else (no model named) the default route.
-pub fn for_path<'c>(
+pub(crate) fn for_path<'c>(
     config: &'c Config,
     model: Option<&str>,
     path: &str,
@@ -87,7 +87,7 @@ pub fn for_path<'c>(
 
 /// Refuses anything but POST (the inference endpoints of the Decthings and
 /// SageMaker frontends).
-pub fn require_post(head: &http::request::Parts) -> Result<(), RouteError> {
+pub(crate) fn require_post(head: &http::request::Parts) -> Result<(), RouteError> {
     if head.method == http::Method::POST {
         return Ok(());
     }

@@ -25,7 +25,7 @@ use crate::trace::{self, Attribute, Trace};
 use crate::upstream::{OutBody, Outgoing, Upstream, UpstreamError, Watch};
 
 /// The header a shadow copy carries, so the shadow backend's logs can tell.
-pub const SHADOW_HEADER: &str = "x-tensorgate-shadow";
+pub(crate) const SHADOW_HEADER: &str = "x-tensorgate-shadow";
 
 /// A route's shadow. Cheap to clone.
 #[derive(Clone, Debug)]

@@ -10,14 +10,14 @@ use crate::config::Route;
 use crate::upstream::weighted;
 
 /// The header naming a backend of the route.
-pub const BACKEND_HEADER: HeaderName = HeaderName::from_static("x-tensorgate-backend");
+pub(crate) const BACKEND_HEADER: HeaderName = HeaderName::from_static("x-tensorgate-backend");
 
 /// Longest backend name taken from the header (longer ones are ignored).
 const MAX_HINT: usize = 128;
 
 /// Takes `x-tensorgate-backend` out of the request headers (it never
 /// reaches a backend).
-pub fn take_hint(headers: &mut HeaderMap) -> Option<String> {
+pub(crate) fn take_hint(headers: &mut HeaderMap) -> Option<String> {
     if crate::http::headers::lacks(headers, &BACKEND_HEADER) {
         return None;
     }
@@ -27,7 +27,7 @@ pub fn take_hint(headers: &mut HeaderMap) -> Option<String> {
 }
 
 /// The index in `route.split` of the backend for this request.
-pub fn choose(route: &Route, hint: Option<&str>) -> Result<usize, RouteError> {
+pub(crate) fn choose(route: &Route, hint: Option<&str>) -> Result<usize, RouteError> {
     if let Some(name) = hint.filter(|_| route.allow_backend_header) {
         return route
             .split

@@ -13,7 +13,7 @@ use crate::codec::grpc::proto::inference::ModelStatisticsResponse;
 use crate::config::{Config, Route};
 
 /// Whether `route` is the one serving `model` under `config`.
-pub fn serves(config: &Config, route: &Route, model: &str) -> bool {
+pub(crate) fn serves(config: &Config, route: &Route, model: &str) -> bool {
     config
         .route_for_model(model)
         .is_some_and(|r| std::ptr::eq(&**r, route))
@@ -21,7 +21,7 @@ pub fn serves(config: &Config, route: &Route, model: &str) -> bool {
 
 /// Why statistics could not be filtered.
 #[derive(Debug, thiserror::Error)]
-pub enum StatsError {
+pub(crate) enum StatsError {
     #[error("the backend's statistics are not JSON with a \"model_stats\" list: {0}")]
     Json(String),
     #[error("the backend's statistics: {0}")]
@@ -40,7 +40,11 @@ impl crate::error::Classify for StatsError {
 /// Keeps the entries of a V2 statistics document (`{"model_stats":
 /// [{"name": ...}, ...]}`) for models `route` serves; an object without
 /// that list has none to hide and is kept as it is.
-pub fn retain_json(config: &Config, route: &Route, body: &[u8]) -> Result<Bytes, StatsError> {
+pub(crate) fn retain_json(
+    config: &Config,
+    route: &Route,
+    body: &[u8],
+) -> Result<Bytes, StatsError> {
     let mut doc: Value =
         serde_json::from_slice(body).map_err(|e| StatsError::Json(e.to_string()))?;
     if doc.is_object() && doc.get("model_stats").is_none() {
@@ -62,7 +66,11 @@ pub fn retain_json(config: &Config, route: &Route, body: &[u8]) -> Result<Bytes,
 }
 
 /// The same for a `ModelStatisticsResponse` message.
-pub fn retain_grpc(config: &Config, route: &Route, message: &[u8]) -> Result<Bytes, StatsError> {
+pub(crate) fn retain_grpc(
+    config: &Config,
+    route: &Route,
+    message: &[u8],
+) -> Result<Bytes, StatsError> {
     if let Some(schema) = budget::schema("inference.ModelStatisticsResponse") {
         budget::check(schema, message, &Caps::DEFAULT)
             .map_err(|e| StatsError::Grpc(e.to_string()))?;

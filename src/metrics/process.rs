@@ -18,7 +18,7 @@ const CPU: &str = "process_cpu_seconds_total";
 
 /// The process collector with a CPU counter to the tick.
 #[derive(Debug)]
-pub struct ProcessMetrics {
+pub(super) struct ProcessMetrics {
     inner: ProcessCollector,
     cpu: Counter,
     descs: Vec<Desc>,
@@ -26,7 +26,7 @@ pub struct ProcessMetrics {
 
 impl ProcessMetrics {
     /// For the running process.
-    pub fn for_self() -> prometheus::Result<ProcessMetrics> {
+    pub(super) fn for_self() -> prometheus::Result<ProcessMetrics> {
         let inner = ProcessCollector::for_self();
         let cpu = Counter::with_opts(Opts::new(
             CPU,

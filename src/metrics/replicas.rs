@@ -247,7 +247,7 @@ pub struct ReplicaSeries {
 }
 
 /// The `result` values of `tensorgate_replica_metrics_scrapes_total`.
-pub const SCRAPE_RESULTS: [&str; 2] = ["ok", "failed"];
+pub(super) const SCRAPE_RESULTS: [&str; 2] = ["ok", "failed"];
 
 /// A replica's queue series.
 #[derive(Debug)]

@@ -12,7 +12,7 @@ pub fn status_label(status: u16) -> &'static str {
 
 /// The `code` label of `status` and its index, below
 /// [`crate::metrics::CODES`]: the series of a route are kept by it.
-pub fn status_code(status: u16) -> (usize, &'static str) {
+pub(super) fn status_code(status: u16) -> (usize, &'static str) {
     const KNOWN: [(u16, &str); 26] = [
         (200, "200"),
         (201, "201"),

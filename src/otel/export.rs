@@ -108,7 +108,7 @@ impl Outcomes {
 
 /// Posts OTLP requests on a runtime.
 #[derive(Debug)]
-pub struct Client {
+pub(super) struct Client {
     runtime: tokio::runtime::Handle,
     pool: Pool<Connector, Body>,
     timeout: Duration,
@@ -118,7 +118,7 @@ pub struct Client {
 impl Client {
     /// A client for the collector at `endpoint`, each export within
     /// `timeout`, what each comes to recorded in `outcomes`.
-    pub fn new(
+    pub(super) fn new(
         runtime: tokio::runtime::Handle,
         endpoint: &Uri,
         timeout: Duration,

@@ -14,7 +14,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 /// Where connections come from: the listener, or a test's stand-in.
-pub trait Acceptor {
+pub(super) trait Acceptor {
     type Conn;
     fn accept_one(&self) -> impl Future<Output = io::Result<Self::Conn>> + Send;
 }
@@ -34,22 +34,22 @@ impl Acceptor for TcpListener {
 /// The pause after a failed accept: doubles from [`Backoff::FIRST`] to
 /// [`Backoff::MAX`], back to the start after a success.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Backoff {
+pub(super) struct Backoff {
     next: Duration,
 }
 
 impl Backoff {
-    pub const FIRST: Duration = Duration::from_millis(5);
-    pub const MAX: Duration = Duration::from_secs(1);
+    pub(super) const FIRST: Duration = Duration::from_millis(5);
+    pub(super) const MAX: Duration = Duration::from_secs(1);
 
     /// The pause to take now; the next one is twice as long.
-    pub fn bump(&mut self) -> Duration {
+    pub(super) fn bump(&mut self) -> Duration {
         let now = self.next;
         self.next = (self.next * 2).min(Self::MAX);
         now
     }
 
-    pub fn reset(&mut self) {
+    pub(super) fn reset(&mut self) {
         self.next = Self::FIRST;
     }
 }
@@ -72,7 +72,7 @@ fn per_connection(e: &io::Error) -> bool {
 
 /// The next connection; listener errors are logged and retried with
 /// `backoff`. `port` names the listener in the log.
-pub async fn next<A: Acceptor>(a: &A, backoff: &mut Backoff, port: &'static str) -> A::Conn {
+pub(super) async fn next<A: Acceptor>(a: &A, backoff: &mut Backoff, port: &'static str) -> A::Conn {
     loop {
         match a.accept_one().await {
             Ok(conn) => {
@@ -92,7 +92,7 @@ pub async fn next<A: Acceptor>(a: &A, backoff: &mut Backoff, port: &'static str)
 }
 
 /// Waits for a free connection slot, then for a connection.
-pub async fn admit(
+pub(super) async fn admit(
     listener: &TcpListener,
     slots: &Arc<Semaphore>,
     backoff: &mut Backoff,

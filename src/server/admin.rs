@@ -37,7 +37,7 @@ const CLOSE_GRACE: Duration = Duration::from_secs(1);
 
 /// What the admin endpoints report.
 #[derive(Clone, Debug)]
-pub struct AdminState {
+pub(super) struct AdminState {
     pub ready: Arc<AtomicBool>,
     pub metrics: Metrics,
     /// Asked whether its routes can serve (`server.readyz`), and what the
@@ -48,7 +48,7 @@ pub struct AdminState {
 }
 
 /// Serves the admin port until `stop` turns true.
-pub async fn serve(
+pub(super) async fn serve(
     listener: TcpListener,
     state: AdminState,
     head_timeout: Duration,

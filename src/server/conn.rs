@@ -26,7 +26,7 @@ use super::sniff::Verdict;
 /// What the connection's reader and service have seen, shared with its
 /// driver.
 #[derive(Debug)]
-pub struct ConnState {
+pub(super) struct ConnState {
     opened: Instant,
     /// The client's address (the TCP peer's), when known.
     peer: Option<std::net::IpAddr>,
@@ -48,7 +48,7 @@ pub struct ConnState {
 
 impl ConnState {
     /// The state of a connection from `peer`.
-    pub fn with_peer(peer: Option<std::net::IpAddr>) -> Arc<ConnState> {
+    pub(super) fn with_peer(peer: Option<std::net::IpAddr>) -> Arc<ConnState> {
         Arc::new(ConnState {
             opened: Instant::now(),
             peer,
@@ -62,7 +62,7 @@ impl ConnState {
     }
 
     /// Takes what the first bytes said.
-    pub fn sniffed(&self, verdict: Verdict) {
+    pub(super) fn sniffed(&self, verdict: Verdict) {
         self.spoke.store(true, Ordering::Relaxed);
         if let Verdict::Http2 { handshaken } = verdict {
             self.http2.store(true, Ordering::Relaxed);
@@ -74,12 +74,12 @@ impl ConnState {
 
     /// A request head has been parsed: for HTTP/1 that completes the
     /// handshake.
-    pub fn request_started(&self) {
+    pub(super) fn request_started(&self) {
         self.handshaken.store(true, Ordering::Relaxed);
         self.active.fetch_add(1, Ordering::Relaxed);
     }
 
-    pub fn request_ended(&self) {
+    pub(super) fn request_ended(&self) {
         self.active.fetch_sub(1, Ordering::Relaxed);
         self.touch();
     }
@@ -87,7 +87,7 @@ impl ConnState {
     /// Whether a write is waiting for the client (`true`) or went
     /// through; the end of a wait counts as activity. Called on every
     /// write: only a change costs more than a load.
-    pub fn write_waits(&self, waiting: bool) {
+    pub(super) fn write_waits(&self, waiting: bool) {
         if self.write_waiting.load(Ordering::Relaxed) != waiting {
             self.write_waiting.store(waiting, Ordering::Relaxed);
             if !waiting {
@@ -97,22 +97,22 @@ impl ConnState {
     }
 
     /// The client's address, when known.
-    pub fn peer(&self) -> Option<std::net::IpAddr> {
+    pub(super) fn peer(&self) -> Option<std::net::IpAddr> {
         self.peer
     }
 
     /// When the connection was accepted: its handshake deadline counts
     /// from here (the TLS handshake included).
-    pub fn opened(&self) -> Instant {
+    pub(super) fn opened(&self) -> Instant {
         self.opened
     }
 
     /// Whether the connection speaks HTTP/2 (known from its first bytes).
-    pub fn http2(&self) -> bool {
+    pub(super) fn http2(&self) -> bool {
         self.http2.load(Ordering::Relaxed)
     }
 
-    pub fn handshaken(&self) -> bool {
+    pub(super) fn handshaken(&self) -> bool {
         self.handshaken.load(Ordering::Relaxed)
     }
 
@@ -144,7 +144,7 @@ impl ConnState {
 
 /// Resolves once `flag` is true; never if its sender is dropped without
 /// setting it (the server is gone, and the runtime with it).
-pub async fn until_true(flag: &mut watch::Receiver<bool>) {
+pub(super) async fn until_true(flag: &mut watch::Receiver<bool>) {
     if flag.wait_for(|f| *f).await.is_err() {
         std::future::pending::<()>().await;
     }
@@ -158,7 +158,7 @@ enum Idle {
 
 /// The connection's time limits.
 #[derive(Clone, Copy, Debug)]
-pub struct ConnLimits {
+pub(super) struct ConnLimits {
     /// Until the first request head (HTTP/1) or preface and SETTINGS
     /// (HTTP/2) has arrived.
     pub handshake: Duration,
@@ -170,7 +170,7 @@ pub struct ConnLimits {
 
 /// Drives `conn` to its end under `limits`; `graceful` starts hyper's
 /// graceful shutdown of it. Returning early drops (closes) the connection.
-pub async fn drive<C, E, G>(
+pub(super) async fn drive<C, E, G>(
     conn: C,
     graceful: G,
     state: &ConnState,

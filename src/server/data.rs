@@ -202,7 +202,7 @@ impl Conns {
 }
 
 /// Serves the data port until shut down (see the module doc for the order).
-pub async fn serve(
+pub(super) async fn serve(
     listener: TcpListener,
     gateway: Live,
     tls: Option<TlsSettings>,

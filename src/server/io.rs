@@ -26,7 +26,7 @@ pin_project! {
 }
 
 impl<T> Sniffed<T> {
-    pub fn new(inner: T, conn: Arc<ConnState>) -> Self {
+    pub(super) fn new(inner: T, conn: Arc<ConnState>) -> Self {
         Sniffed {
             inner,
             sniffer: Some(Sniffer::default()),

@@ -26,7 +26,7 @@ pin_project! {
 }
 
 impl<T> SendTimed<T> {
-    pub fn new(inner: T, limit: Duration) -> Self {
+    pub(super) fn new(inner: T, limit: Duration) -> Self {
         SendTimed {
             inner,
             limit,

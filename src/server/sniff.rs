@@ -5,7 +5,7 @@
 //! buffers or alters the bytes: hyper reads them as they came.
 
 /// The HTTP/2 client connection preface (RFC 9113, section 3.4).
-pub const H2_PREFACE: &[u8; 24] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+pub(super) const H2_PREFACE: &[u8; 24] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 /// The SETTINGS frame type.
 const SETTINGS: u8 = 0x4;
 /// Length of an HTTP/2 frame header.
@@ -13,7 +13,7 @@ const FRAME_HEADER: usize = 9;
 
 /// What is known about the connection so far.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Verdict {
+pub(super) enum Verdict {
     /// Not enough bytes to tell (nothing, or a prefix of the preface).
     Undecided,
     /// Not the HTTP/2 preface: HTTP/1 (its handshake is the first request
@@ -47,7 +47,7 @@ enum State {
 
 /// Follows a connection's first bytes.
 #[derive(Clone, Debug)]
-pub struct Sniffer {
+pub(super) struct Sniffer {
     state: State,
 }
 
@@ -61,11 +61,11 @@ impl Default for Sniffer {
 
 impl Sniffer {
     /// True once nothing more can change the verdict.
-    pub fn settled(&self) -> bool {
+    pub(super) fn settled(&self) -> bool {
         matches!(self.state, State::Http1 | State::Http2Ready)
     }
 
-    pub fn verdict(&self) -> Verdict {
+    pub(super) fn verdict(&self) -> Verdict {
         match self.state {
             State::Preface { matched } if matched < H2_PREFACE.len() => Verdict::Undecided,
             State::Http1 => Verdict::Http1,
@@ -75,7 +75,7 @@ impl Sniffer {
     }
 
     /// Takes the next bytes read from the connection.
-    pub fn feed(&mut self, mut bytes: &[u8]) -> Verdict {
+    pub(super) fn feed(&mut self, mut bytes: &[u8]) -> Verdict {
         while !bytes.is_empty() && !self.settled() {
             bytes = self.step(bytes);
         }

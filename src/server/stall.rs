@@ -33,7 +33,7 @@ use http_body::Frame;
 use tokio::time::Sleep;
 
 /// The most bytes of a reply handed to hyper at once on an HTTP/2 stream.
-pub const MAX_CHUNK: usize = 64 << 10;
+pub(super) const MAX_CHUNK: usize = 64 << 10;
 
 /// What one stream's task and its reply body share.
 #[derive(Debug, Default)]
@@ -51,13 +51,13 @@ tokio::task_local! {
 
 /// Spawns hyper's HTTP/2 stream tasks, each [`Watched`].
 #[derive(Clone, Debug)]
-pub struct StreamExec {
+pub(super) struct StreamExec {
     /// `send_timeout` in milliseconds, as of the last connection accepted.
     limit_ms: Arc<AtomicU64>,
 }
 
 impl StreamExec {
-    pub fn new(limit: Duration) -> StreamExec {
+    pub(super) fn new(limit: Duration) -> StreamExec {
         let exec = StreamExec {
             limit_ms: Arc::new(AtomicU64::new(0)),
         };
@@ -66,7 +66,7 @@ impl StreamExec {
     }
 
     /// The `send_timeout` of streams started from now on.
-    pub fn set_limit(&self, limit: Duration) {
+    pub(super) fn set_limit(&self, limit: Duration) {
         let ms = u64::try_from(limit.as_millis()).unwrap_or(u64::MAX).max(1);
         self.limit_ms.store(ms, Ordering::Relaxed);
     }
@@ -91,7 +91,7 @@ where
 
 /// One HTTP/2 stream's task, dropped once hyper has waited `limit` for
 /// the client's window with no progress.
-pub struct Watched<F> {
+pub(super) struct Watched<F> {
     inner: Option<Pin<Box<F>>>,
     flow: Arc<Flow>,
     limit: Duration,
@@ -153,25 +153,25 @@ impl<F: Future> Future for Watched<F> {
 /// rest in `rest`), with the stream's task told whether hyper now owes
 /// it a poll.
 #[derive(Debug, Default)]
-pub struct Stalled {
+pub(super) struct Stalled {
     /// What is left of a data frame cut into pieces.
     rest: Option<Bytes>,
 }
 
 impl Stalled {
     /// Whether a piece of a cut frame is still to come.
-    pub fn holds(&self) -> bool {
+    pub(super) fn holds(&self) -> bool {
         self.rest.is_some()
     }
 
     /// The bytes of a cut frame still to come.
-    pub fn held(&self) -> u64 {
+    pub(super) fn held(&self) -> u64 {
         self.rest.as_ref().map_or(0, |r| r.len() as u64)
     }
 
     /// The next frame: what is left of the last one, else `poll` (the
     /// inner body's), cut; notes it for the stream's task.
-    pub fn poll<E>(
+    pub(super) fn poll<E>(
         &mut self,
         poll: impl FnOnce() -> Poll<Option<Result<Frame<Bytes>, E>>>,
     ) -> Poll<Option<Result<Frame<Bytes>, E>>> {

@@ -47,13 +47,13 @@ impl Drop for Active {
 
 /// The gateway as the hyper service of one connection.
 #[derive(Clone, Debug)]
-pub struct Tracked {
+pub(super) struct Tracked {
     gateway: Live,
     conn: Arc<ConnState>,
 }
 
 impl Tracked {
-    pub fn new(gateway: Live, conn: Arc<ConnState>) -> Self {
+    pub(super) fn new(gateway: Live, conn: Arc<ConnState>) -> Self {
         Tracked { gateway, conn }
     }
 }
@@ -76,7 +76,7 @@ impl hyper::service::Service<Request<Incoming>> for Tracked {
 }
 
 /// The service's future; the request stays active in its reply body.
-pub struct Respond {
+pub(super) struct Respond {
     handling: Handling,
     active: Option<Active>,
     /// The reply goes out on an HTTP/2 stream ([`super::stall`]).

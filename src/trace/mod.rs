@@ -24,10 +24,10 @@ use opentelemetry::trace::{
 use opentelemetry::{Context, KeyValue};
 use opentelemetry_sdk::trace::SdkTracer;
 
-pub use attribute::*;
-pub use opentelemetry::trace::SpanKind as Kind;
-pub use opentelemetry::{KeyValue as Attribute, Value};
-pub use propagate::{Parent, inject, parent};
+pub(crate) use attribute::*;
+pub(crate) use opentelemetry::KeyValue as Attribute;
+pub(crate) use opentelemetry::trace::SpanKind as Kind;
+pub(crate) use propagate::{Parent, inject, parent};
 
 /// One span in flight and what makes its children: cheap to clone (the
 /// span is shared; ending it through any clone ends it).

@@ -13,7 +13,7 @@ use opentelemetry_http::{HeaderExtractor, HeaderInjector};
 use opentelemetry_sdk::propagation::TraceContextPropagator;
 
 /// AWS X-Ray's trace header.
-pub const AMZN_TRACE_ID: &str = "x-amzn-trace-id";
+pub(super) const AMZN_TRACE_ID: &str = "x-amzn-trace-id";
 
 /// The longest `X-Amzn-Trace-Id` value read (X-Ray's own are about 80
 /// bytes; ALB may append a few fields).
@@ -21,10 +21,10 @@ const MAX_AMZN_LEN: usize = 256;
 
 /// What a request says about the trace it belongs to: the caller's span
 /// as a remote parent, or no span (a new trace).
-pub type Parent = Context;
+pub(crate) type Parent = Context;
 
 /// The parent context `headers` carry.
-pub fn parent(headers: &HeaderMap) -> Parent {
+pub(crate) fn parent(headers: &HeaderMap) -> Parent {
     if headers.contains_key("traceparent") {
         let cx = TraceContextPropagator::new().extract(&HeaderExtractor(headers));
         if cx.span().span_context().is_valid() {
@@ -40,7 +40,7 @@ pub fn parent(headers: &HeaderMap) -> Parent {
 
 /// Writes `cx`'s span as `traceparent` / `tracestate`, replacing what was
 /// there.
-pub fn inject(cx: &Context, headers: &mut HeaderMap) {
+pub(crate) fn inject(cx: &Context, headers: &mut HeaderMap) {
     headers.remove("tracestate");
     TraceContextPropagator::new().inject_context(cx, &mut HeaderInjector(headers));
     // The propagator writes an empty `tracestate` for an empty state.

@@ -46,7 +46,7 @@ const CHANNEL_FRAMES: usize = 2;
 /// The stream ended before it was whole (the mover gave up).
 #[derive(Debug, thiserror::Error)]
 #[error("backend stream cut off before its end")]
-pub struct StreamCut;
+pub(crate) struct StreamCut;
 
 /// A backend's reply body. Holds the replica's lease (its connection slot,
 /// its count of outstanding requests) until the body ends or is dropped.

@@ -21,14 +21,14 @@ struct Bucket {
 
 /// A backend's retry budget.
 #[derive(Debug)]
-pub struct Budget {
+pub(super) struct Budget {
     buckets: [Bucket; BUCKETS],
     permille: u64,
     min_per_second: u64,
 }
 
 impl Budget {
-    pub fn new(cfg: &Retries) -> Budget {
+    pub(super) fn new(cfg: &Retries) -> Budget {
         Budget {
             buckets: Default::default(),
             permille: u64::from(cfg.budget_permille),
@@ -51,14 +51,14 @@ impl Budget {
     }
 
     /// Counts a request (its first attempt) at `now_ms`.
-    pub fn request(&self, now_ms: u64) {
+    pub(super) fn request(&self, now_ms: u64) {
         self.bucket(now_ms / 1000)
             .requests
             .fetch_add(1, Ordering::Relaxed);
     }
 
     /// Whether a retry at `now_ms` fits the budget; if so it is counted.
-    pub fn try_retry(&self, now_ms: u64) -> bool {
+    pub(super) fn try_retry(&self, now_ms: u64) -> bool {
         let second = now_ms / 1000;
         let (mut requests, mut retries) = (0, 0);
         for b in &self.buckets {

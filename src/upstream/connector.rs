@@ -31,7 +31,7 @@ type BoxError = Box<dyn std::error::Error + Send + Sync>;
 /// TLS for `https://`. (hyper-rustls's own connector offers ALPN
 /// `http/1.1` only together with `h2`; its stream type is used as is.)
 #[derive(Clone, Debug)]
-pub struct Connector {
+pub(crate) struct Connector {
     tcp: HttpConnector,
     /// `None` for an `http://` backend: no TLS settings are built for it.
     tls: Option<Tls>,
@@ -53,7 +53,7 @@ impl std::fmt::Debug for Tls {
 }
 
 /// The connector for `backend`'s pool.
-pub fn connector(backend: &Backend) -> Connector {
+pub(crate) fn connector(backend: &Backend) -> Connector {
     let mut tcp = HttpConnector::new();
     tcp.set_connect_timeout(Some(backend.connect_timeout));
     tcp.set_nodelay(true);

@@ -28,7 +28,7 @@ pub(super) enum Failure {
 impl Failure {
     /// The kind it is counted under against the replica (none for the
     /// client's own body).
-    pub fn kind(&self) -> Option<UpstreamKind> {
+    pub(super) fn kind(&self) -> Option<UpstreamKind> {
         match self {
             Failure::Connect { .. } => Some(UpstreamKind::Refused),
             Failure::ConnectTimeout => Some(UpstreamKind::Timeout),
@@ -39,7 +39,7 @@ impl Failure {
     }
 
     /// The detail for the log (never shown to clients).
-    pub fn detail(&self) -> &str {
+    pub(super) fn detail(&self) -> &str {
         match self {
             Failure::Connect { detail }
             | Failure::Closed { detail }

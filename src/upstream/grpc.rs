@@ -15,15 +15,15 @@ use crate::codec::grpc::{FrameDecoder, FrameError, FrameLimits, frame};
 use crate::http::body::BoxError;
 
 /// The content type of every gRPC request.
-pub const CONTENT_TYPE: &str = "application/grpc";
+pub(crate) const CONTENT_TYPE: &str = "application/grpc";
 /// The service of the V2 inference calls.
-pub const SERVICE: &str = "/inference.GRPCInferenceService/";
+pub(crate) const SERVICE: &str = "/inference.GRPCInferenceService/";
 
 /// The request for a unary call of `method` (`ModelInfer`, `ServerReady`,
 /// ...) carrying `message` (its encoded pieces), for `model` if it names
 /// one. `headers` are the ones the frontend forwards (request id, trace
 /// context).
-pub fn call(
+pub(crate) fn call(
     method: &str,
     message: Vec<Bytes>,
     mut headers: HeaderMap,
@@ -49,7 +49,7 @@ pub fn call(
 
 /// What a gRPC backend answered a unary call.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Answer {
+pub(crate) enum Answer {
     /// Status OK and the reply message.
     Message(Bytes),
     /// Any other status, with its message.
@@ -58,7 +58,7 @@ pub enum Answer {
 
 /// Why a reply could not be read.
 #[derive(Debug, thiserror::Error)]
-pub enum ReadError {
+pub(crate) enum ReadError {
     #[error("{0}")]
     Body(BoxError),
     #[error("{0}")]
@@ -73,7 +73,7 @@ pub enum ReadError {
 
 /// Reads a unary call's reply: `head` is the reply's head, `body` its
 /// body; the message may be at most `limit` bytes.
-pub async fn read_answer(
+pub(crate) async fn read_answer(
     head: &HeaderMap,
     body: &mut (dyn http_body::Body<Data = Bytes, Error = BoxError> + Send + Unpin),
     limit: u64,

@@ -19,14 +19,14 @@ use crate::metrics::{ReplicaSeries, ReplicaState};
 
 /// Milliseconds on the gateway's clock (tokio's, so paused-time tests can
 /// move it); never 0.
-pub fn now_ms() -> u64 {
+pub(super) fn now_ms() -> u64 {
     ms_at(Instant::now())
 }
 
 /// `at` in milliseconds on the clock of [`now_ms`]: for a caller that has
 /// read the time already (a clock reading is a call into the vDSO;
 /// measurable with scripts/bench/instructions.sh).
-pub fn ms_at(at: Instant) -> u64 {
+pub(super) fn ms_at(at: Instant) -> u64 {
     static START: OnceLock<Instant> = OnceLock::new();
     let start = *START.get_or_init(Instant::now);
     u64::try_from(at.saturating_duration_since(start).as_millis())

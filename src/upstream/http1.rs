@@ -92,7 +92,7 @@ fn by<'a, F: Future + ?Sized>(
 /// Why a request got no answer. Never shown as such: [`super::failure`]
 /// classifies it into what the client and the retries see.
 #[derive(Debug, thiserror::Error)]
-pub enum SendError {
+pub(super) enum SendError {
     /// No connection could be made (refused, timed out, TLS failed):
     /// nothing of the request was sent. `unsent` is the request, handed
     /// back when the client had it (ours does; hyper-util's does not).
@@ -121,13 +121,13 @@ impl SendError {
         }
     }
 
-    pub fn is_connect(&self) -> bool {
+    pub(super) fn is_connect(&self) -> bool {
         matches!(self, SendError::Connect { .. })
     }
 
     /// The request of a failed connect, none of which was sent: a caller
     /// that may send it again need not have kept a copy of it.
-    pub fn take_unsent(&mut self) -> Option<Box<Request<Body>>> {
+    pub(super) fn take_unsent(&mut self) -> Option<Box<Request<Body>>> {
         match self {
             SendError::Connect { unsent, .. } => unsent.take(),
             SendError::Exchange(_) | SendError::Deadline => None,
@@ -167,7 +167,12 @@ pub(super) struct Http1Settings {
 
 impl Http1 {
     /// The client of `uri`'s scheme and authority.
-    pub fn new(uri: &Uri, connector: Connector, max_idle: usize, idle_timeout: Duration) -> Http1 {
+    pub(super) fn new(
+        uri: &Uri,
+        connector: Connector,
+        max_idle: usize,
+        idle_timeout: Duration,
+    ) -> Http1 {
         let mut parts = http::uri::Parts::default();
         parts.scheme = uri.scheme().cloned();
         parts.authority = uri.authority().cloned();
@@ -185,7 +190,7 @@ impl Http1 {
     }
 
     /// Whether requests to `uri` are this client's to send.
-    pub fn serves(&self, uri: &Uri) -> bool {
+    pub(super) fn serves(&self, uri: &Uri) -> bool {
         uri.scheme() == self.dest.scheme() && uri.authority() == self.dest.authority()
     }
 
@@ -206,7 +211,7 @@ impl Http1 {
 
     /// Closes the idle connections of every worker's pool that timed out
     /// or were closed.
-    pub fn sweep(&self, now: Instant) {
+    pub(super) fn sweep(&self, now: Instant) {
         for pool in self.pools.iter().filter_map(OnceLock::get) {
             pool.sweep(now);
         }
@@ -218,7 +223,7 @@ impl Http1 {
     /// head is in, or with [`SendError::Deadline`] once `deadline` (when
     /// given) has passed, connecting included. A request that found no
     /// connection comes back in the error ([`SendError::take_unsent`]).
-    pub async fn send(
+    pub(super) async fn send(
         &self,
         mut req: Request<Body>,
         deadline: Option<Instant>,
@@ -399,7 +404,7 @@ impl Checkin {
 /// A backend's reply body: hyper's, and for an HTTP/1 connection that may
 /// be reused, the connection, returned to its pool when the body ends.
 #[derive(Debug)]
-pub struct ReplyBody {
+pub(super) struct ReplyBody {
     body: Incoming,
     back: Option<Checkin>,
 }

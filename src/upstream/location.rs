@@ -9,7 +9,7 @@ use http::{HeaderMap, Uri};
 /// `backend` — absolute URLs with its authority, or paths under its prefix —
 /// to the same path on the gateway. Values pointing anywhere else are left
 /// alone; a value that cannot be parsed is dropped rather than passed on.
-pub fn localize(backend: &Uri, headers: &mut HeaderMap) {
+pub(crate) fn localize(backend: &Uri, headers: &mut HeaderMap) {
     let found = present(headers);
     for (name, here) in [header::LOCATION, header::CONTENT_LOCATION]
         .into_iter()

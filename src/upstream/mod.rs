@@ -25,17 +25,17 @@
 //! are. Background tasks (checks, DNS) stop when the last clone of the
 //! [`Upstream`] is dropped.
 
-pub mod body;
+pub(crate) mod body;
 mod budget;
 mod check;
-pub mod connector;
+pub(crate) mod connector;
 mod dns;
 mod error;
 mod failure;
-pub mod grpc;
+pub(crate) mod grpc;
 mod health;
 mod http1;
-pub mod location;
+pub(crate) mod location;
 mod models;
 mod pick;
 mod pool;
@@ -58,12 +58,12 @@ use http::{HeaderMap, Method};
 use tokio::sync::Notify;
 use tokio::task::AbortHandle;
 
-pub use crate::http::idle::{Idle, Stalled, StreamStalled};
-pub use body::{StreamCut, UpstreamBody};
-pub use connector::{Connector, connector};
-pub use error::UpstreamError;
-pub use pick::weighted;
-pub use replica::{Condition, Lease, Replica};
+pub(crate) use crate::http::idle::{Stalled, StreamStalled};
+pub(crate) use body::UpstreamBody;
+pub(crate) use connector::{Connector, connector};
+pub(crate) use error::UpstreamError;
+pub(crate) use pick::weighted;
+pub(crate) use replica::{Lease, Replica};
 
 use crate::config::{Backend, Replicas};
 use crate::http::body::{Body, ChunksBody, empty};

@@ -13,11 +13,11 @@ use std::time::Duration;
 use super::health::now_ms;
 
 /// A model nobody asked for this long may make room for another.
-pub const IDLE: Duration = Duration::from_secs(300);
+pub(super) const IDLE: Duration = Duration::from_secs(300);
 
 /// A followed model.
 #[derive(Debug)]
-pub struct Followed {
+pub(super) struct Followed {
     pub name: String,
     /// Its index in every replica's flags.
     pub slot: usize,
@@ -43,7 +43,7 @@ struct Table {
 
 /// A backend's followed models.
 #[derive(Debug)]
-pub struct Models {
+pub(super) struct Models {
     table: RwLock<Table>,
     slots: usize,
 }
@@ -51,7 +51,7 @@ pub struct Models {
 impl Models {
     /// Follows `configured` (duplicates once) and has room for `on_demand`
     /// more.
-    pub fn new(configured: &[String], on_demand: usize) -> Models {
+    pub(super) fn new(configured: &[String], on_demand: usize) -> Models {
         let mut table = Table::default();
         for name in configured {
             let slot = table.by_name.len();
@@ -74,12 +74,12 @@ impl Models {
     }
 
     /// How many flags each replica needs.
-    pub fn slots(&self) -> usize {
+    pub(super) fn slots(&self) -> usize {
         self.slots
     }
 
     /// The followed model `name`, marked as asked for now.
-    pub fn get(&self, name: &str) -> Option<Arc<Followed>> {
+    pub(super) fn get(&self, name: &str) -> Option<Arc<Followed>> {
         let table = self.table.read().unwrap_or_else(|p| p.into_inner());
         let t = table.by_name.get(name)?;
         let now = now_ms();
@@ -91,7 +91,7 @@ impl Models {
     }
 
     /// The followed model `name`, not counted as asked for.
-    pub fn peek(&self, name: &str) -> Option<Arc<Followed>> {
+    pub(super) fn peek(&self, name: &str) -> Option<Arc<Followed>> {
         let table = self.table.read().unwrap_or_else(|p| p.into_inner());
         table.by_name.get(name).cloned()
     }
@@ -99,7 +99,7 @@ impl Models {
     /// Starts following `name`, making room by dropping the model idle the
     /// longest if needed. Returns it and the slot it took over (whose
     /// flags the caller clears), or `None` when there is no room.
-    pub fn follow(&self, name: &str) -> Option<(Arc<Followed>, bool)> {
+    pub(super) fn follow(&self, name: &str) -> Option<(Arc<Followed>, bool)> {
         let mut table = self.table.write().unwrap_or_else(|p| p.into_inner());
         if let Some(t) = table.by_name.get(name) {
             return Some((t.clone(), false));
@@ -131,7 +131,7 @@ impl Models {
 
     /// The models to check now: every configured one, and those asked for
     /// within [`IDLE`].
-    pub fn to_check(&self) -> Vec<Arc<Followed>> {
+    pub(super) fn to_check(&self) -> Vec<Arc<Followed>> {
         let now = now_ms();
         let table = self.table.read().unwrap_or_else(|p| p.into_inner());
         let mut out: Vec<_> = table

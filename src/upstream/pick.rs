@@ -21,7 +21,7 @@ fn seed() -> u64 {
 
 /// xorshift64*: fast, statistically fine for load balancing, never for
 /// secrets.
-pub fn next_u64() -> u64 {
+pub(super) fn next_u64() -> u64 {
     STATE.with(|s| {
         let mut x = s.get();
         x ^= x >> 12;
@@ -33,14 +33,14 @@ pub fn next_u64() -> u64 {
 }
 
 /// A number below `n` (> 0), without modulo bias worth speaking of.
-pub fn below(n: u64) -> u64 {
+pub(super) fn below(n: u64) -> u64 {
     ((u128::from(next_u64()) * u128::from(n)) >> 64) as u64
 }
 
 /// Of the `n` items for which `eligible` holds, two picked at random (one
 /// when there is only one); the one with the lower `load`. `None` when no
 /// item is eligible. Scans at most three times, allocates nothing.
-pub fn two_choices<L: Ord>(
+pub(super) fn two_choices<L: Ord>(
     n: usize,
     eligible: impl Fn(usize) -> bool,
     load: impl Fn(usize) -> L,
@@ -70,7 +70,7 @@ pub fn two_choices<L: Ord>(
 
 /// An index of `weights` with probability proportional to its weight;
 /// `None` when every weight is 0.
-pub fn weighted(weights: impl Iterator<Item = u32> + Clone) -> Option<usize> {
+pub(crate) fn weighted(weights: impl Iterator<Item = u32> + Clone) -> Option<usize> {
     let total: u64 = weights.clone().map(u64::from).sum();
     if total == 0 {
         return None;

@@ -39,7 +39,7 @@ struct Idle<C> {
 }
 
 impl<C: Conn> Pool<C> {
-    pub fn new(max: usize, timeout: Duration) -> Pool<C> {
+    pub(super) fn new(max: usize, timeout: Duration) -> Pool<C> {
         Pool {
             idle: Mutex::new(VecDeque::new()),
             max,
@@ -47,14 +47,14 @@ impl<C: Conn> Pool<C> {
         }
     }
 
-    pub fn timeout(&self) -> Duration {
+    pub(super) fn timeout(&self) -> Duration {
         self.timeout
     }
 
     /// The connection that went idle last and can take a request, if any.
     /// Those found closed on the way are dropped; when the newest has
     /// been idle too long, all have, and all are dropped.
-    pub fn take(&self, now: Instant) -> Option<C> {
+    pub(super) fn take(&self, now: Instant) -> Option<C> {
         let mut dropped = Vec::new();
         let taken = {
             let mut idle = self.lock();
@@ -81,7 +81,7 @@ impl<C: Conn> Pool<C> {
     /// Keeps `conn` as idle from `now`. The expired go first, then the
     /// oldest while the pool is at its cap; with a cap of 0 `conn` itself
     /// is closed.
-    pub fn put(&self, conn: C, now: Instant) {
+    pub(super) fn put(&self, conn: C, now: Instant) {
         if self.max == 0 {
             return;
         }
@@ -98,7 +98,7 @@ impl<C: Conn> Pool<C> {
 
     /// Closes the connections idle too long and those no longer usable
     /// (closed by the backend); returns how many are left.
-    pub fn sweep(&self, now: Instant) -> usize {
+    pub(super) fn sweep(&self, now: Instant) -> usize {
         let mut dropped = Vec::new();
         let left = {
             let mut idle = self.lock();
@@ -121,7 +121,7 @@ impl<C: Conn> Pool<C> {
 
     /// Idle connections held now.
     #[cfg(test)]
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.lock().len()
     }
 

@@ -455,7 +455,7 @@ fn transport_uri(url: &Uri) -> Uri {
 /// the pick until dropped (with the reply body), holding a connection slot
 /// once it has one.
 #[derive(Debug)]
-pub struct Lease {
+pub(crate) struct Lease {
     pub replica: Arc<Replica>,
     started: Instant,
     permit: Option<OwnedSemaphorePermit>,
@@ -465,7 +465,7 @@ pub struct Lease {
 
 impl Lease {
     /// A lease on `replica` for an exchange that began at `started`.
-    pub fn start(replica: Arc<Replica>, started: Instant) -> Lease {
+    pub(crate) fn start(replica: Arc<Replica>, started: Instant) -> Lease {
         replica.in_flight.fetch_add(1, Ordering::Relaxed);
         if let Some(s) = &replica.series {
             s.in_flight.inc();
@@ -479,12 +479,12 @@ impl Lease {
     }
 
     /// Marks the exchange failed, for the replica's window.
-    pub fn fail(&mut self) {
+    pub(crate) fn fail(&mut self) {
         self.failed = true;
     }
 
     /// Holds the connection slot the request is sent with.
-    pub fn hold(&mut self, permit: OwnedSemaphorePermit) {
+    pub(crate) fn hold(&mut self, permit: OwnedSemaphorePermit) {
         if let Some(s) = &self.replica.series {
             s.requests.inc();
         }

@@ -26,12 +26,12 @@ use crate::http::body::empty;
 
 /// Most bytes of a metrics page read: Triton's page is a few kilobytes
 /// per model.
-pub const MAX_METRICS_BYTES: usize = 4 << 20;
+pub(super) const MAX_METRICS_BYTES: usize = 4 << 20;
 
 /// Triton's cumulative and instant numbers for one model (summed over its
 /// versions), or for the whole replica.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
-pub struct Sample {
+pub(super) struct Sample {
     pub pending: f64,
     pub queue_us: f64,
     pub compute_us: f64,
@@ -39,14 +39,14 @@ pub struct Sample {
 
 /// What one page says, for each model `slot_of` knows, and in total.
 #[derive(Debug, Default, PartialEq)]
-pub struct Page {
+pub(super) struct Page {
     pub models: HashMap<usize, Sample>,
     pub total: Sample,
 }
 
 /// Reads the three series from a Prometheus text page. Lines it does not
 /// know, and values that are not finite numbers, are skipped.
-pub fn parse(text: &str, slot_of: impl Fn(&str) -> Option<usize>) -> Page {
+pub(super) fn parse(text: &str, slot_of: impl Fn(&str) -> Option<usize>) -> Page {
     let mut page = Page::default();
     for line in text.lines() {
         let Some(rest) = line.strip_prefix("nv_inference_") else {
@@ -109,7 +109,7 @@ fn label(labels: &str, name: &str) -> Option<String> {
 /// pending count now, or the queued time per computed time between them,
 /// whichever is larger. A counter that went back (a restarted server)
 /// gives only the pending count.
-pub fn waiting_milli(before: Option<&Sample>, now: &Sample) -> u64 {
+pub(super) fn waiting_milli(before: Option<&Sample>, now: &Sample) -> u64 {
     let queued = before
         .map(|b| (now.queue_us - b.queue_us, now.compute_us - b.compute_us))
         .filter(|(q, c)| *q >= 0.0 && *c > 0.0)

@@ -95,7 +95,15 @@ impl Upstream {
         obs: Option<Arc<dyn Watch>>,
     ) -> Result<Response<UpstreamBody>, UpstreamError> {
         let obs = obs.as_ref();
-        let mut plan = self.plan(&mut out).await;
+        let mut plan = self.plan(&mut out);
+        if plan.replicas.is_empty() {
+            // None known yet (DNS): wait for the first list, then start the
+            // clock of the first attempt again.
+            let timeout = self.backend.connect_timeout;
+            plan.replicas = self.inner.set.ready_snapshot(timeout).await;
+            plan.retries = self.retries(plan.replicas.len());
+            (plan.started, plan.now) = reading();
+        }
         loop {
             if plan.tried.len() > 0 {
                 (plan.started, plan.now) = reading();
@@ -138,10 +146,12 @@ impl Upstream {
 
     /// The plan of a request: one reading of the clock serves the first
     /// attempt (its deadline, its lease's start, the budget and the choice
-    /// of its replica), the replicas it may go to, how many attempts.
-    async fn plan(&self, out: &mut Outgoing) -> Plan {
+    /// of its replica), the replicas it may go to (none until a list is
+    /// known), how many attempts.
+    #[inline(always)]
+    fn plan(&self, out: &mut Outgoing) -> Plan {
         let backend = &*self.backend;
-        let (mut started, mut now) = reading();
+        let (started, now) = reading();
         let own = started + backend.request_timeout;
         // The client's deadline, when it comes first, ends the exchange
         // without counting against the replica.
@@ -152,18 +162,8 @@ impl Upstream {
         };
         let tracked = out.model.as_deref().and_then(|m| self.inner.models.get(m));
         self.inner.budget.request(now);
-        let replicas = match self.inner.set.filled_snapshot() {
-            Some(list) => list,
-            None => {
-                let list = self.inner.set.ready_snapshot(backend.connect_timeout).await;
-                (started, now) = reading();
-                list
-            }
-        };
-        let retries = backend
-            .retries
-            .max
-            .min((replicas.len() as u32).saturating_sub(1).max(1));
+        let replicas = self.inner.set.filled_snapshot().unwrap_or_default();
+        let retries = self.retries(replicas.len());
         Plan {
             started,
             now,
@@ -180,12 +180,21 @@ impl Upstream {
         }
     }
 
+    /// Attempts after the first a request may make over `replicas`.
+    fn retries(&self, replicas: usize) -> u32 {
+        self.backend
+            .retries
+            .max
+            .min((replicas as u32).saturating_sub(1).max(1))
+    }
+
     /// The request of one attempt on `replica`, whether its headers and
     /// body were kept for another, and its span. They are copied only for
     /// another attempt that could not get them back (`again`): one after
     /// an answer or a failed exchange (for a request safe to repeat), or
     /// after a connect failure of a client that keeps the request. The
     /// log without a client request reads its id from them.
+    #[inline(always)]
     fn request_for(
         &self,
         plan: &Plan,
@@ -214,6 +223,7 @@ impl Upstream {
     /// What an attempt's outcome means for the replica and the request:
     /// its answer, its failure, or another attempt.
     #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
     fn judge(
         &self,
         plan: &Plan,

@@ -12,14 +12,14 @@ use super::replica::Replica;
 
 /// The replicas of one backend.
 #[derive(Debug)]
-pub struct ReplicaSet {
+pub(super) struct ReplicaSet {
     list: RwLock<Arc<[Arc<Replica>]>>,
     /// Whether the list has been filled once (always, for URLs).
     filled: watch::Sender<bool>,
 }
 
 impl ReplicaSet {
-    pub fn new(replicas: Vec<Arc<Replica>>) -> ReplicaSet {
+    pub(super) fn new(replicas: Vec<Arc<Replica>>) -> ReplicaSet {
         let filled = !replicas.is_empty();
         ReplicaSet {
             list: RwLock::new(replicas.into()),
@@ -27,19 +27,19 @@ impl ReplicaSet {
         }
     }
 
-    pub fn snapshot(&self) -> Arc<[Arc<Replica>]> {
+    pub(super) fn snapshot(&self) -> Arc<[Arc<Replica>]> {
         self.list.read().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
     /// The replicas, once the list has been filled (else the caller waits
     /// with [`ReplicaSet::ready_snapshot`]).
-    pub fn filled_snapshot(&self) -> Option<Arc<[Arc<Replica>]>> {
+    pub(super) fn filled_snapshot(&self) -> Option<Arc<[Arc<Replica>]>> {
         let list = self.snapshot();
         (!list.is_empty() || *self.filled.borrow()).then_some(list)
     }
 
     /// The replicas, waiting up to `wait` for a first list.
-    pub async fn ready_snapshot(&self, wait: Duration) -> Arc<[Arc<Replica>]> {
+    pub(super) async fn ready_snapshot(&self, wait: Duration) -> Arc<[Arc<Replica>]> {
         let list = self.snapshot();
         if !list.is_empty() || *self.filled.borrow() {
             return list;
@@ -52,7 +52,7 @@ impl ReplicaSet {
     /// Replaces the list by one replica per label in `labels`, keeping the
     /// replicas already there and making the others with `make`. Returns
     /// the labels added and removed.
-    pub fn update(
+    pub(super) fn update(
         &self,
         labels: &[String],
         make: impl Fn(&str) -> Replica,

@@ -22,7 +22,7 @@ const MAX_ERRORS: usize = 100;
 
 /// What stage 1 found.
 #[derive(Debug)]
-pub struct Stage1 {
+pub(crate) struct Stage1 {
     /// The file without the nodes that had errors; `None` when the text is
     /// not TOML or had more than [`MAX_ERRORS`] errors.
     pub raw: Option<RawConfig>,
@@ -32,7 +32,7 @@ pub struct Stage1 {
 }
 
 /// Parses TOML text into the raw structs, collecting every error.
-pub fn parse(text: &str) -> Stage1 {
+pub(crate) fn parse(text: &str) -> Stage1 {
     let mut out = Stage1 {
         raw: None,
         errors: Vec::new(),
@@ -96,7 +96,7 @@ fn syntax(text: &str, e: &toml::de::Error) -> String {
 impl Stage1 {
     /// The file index of what is now element `index` of the array at key
     /// path `array` (written as in error keys, with file indices).
-    pub fn original(&self, array: &str, index: usize) -> usize {
+    pub(crate) fn original(&self, array: &str, index: usize) -> usize {
         let cut = self.cut.get(array).map_or(&[][..], Vec::as_slice);
         cut.iter()
             .fold(index, |i, &c| if c <= i { i + 1 } else { i })

@@ -13,9 +13,9 @@ use std::collections::BTreeMap;
 
 use serde::Deserialize;
 
-pub use collect::{Stage1, parse};
-pub use shape::{Table, Word};
-pub use values::*;
+pub(super) use collect::{Stage1, parse};
+pub(super) use shape::{Table, Word};
+pub(super) use values::*;
 
 use super::{ClientAuth, Control, MultipleTensors, OnStoreError, Readyz, WireFormat};
 
@@ -23,7 +23,7 @@ use super::{ClientAuth, Control, MultipleTensors, OnStoreError, Readyz, WireForm
 /// are [`Table`]s and enum values [`Word`]s, for their error messages.
 #[derive(Debug, Default, Deserialize)]
 #[serde(default, deny_unknown_fields)]
-pub struct RawConfig {
+pub(super) struct RawConfig {
     pub server: Table<RawServer>,
     pub limits: Table<RawLimits>,
     pub backends: BTreeMap<String, Table<RawBackend>>,
@@ -35,7 +35,7 @@ pub struct RawConfig {
 /// `[tracing]`.
 #[derive(Debug, Default, Deserialize)]
 #[serde(default, deny_unknown_fields)]
-pub struct RawTracing {
+pub(super) struct RawTracing {
     pub enabled: Option<bool>,
     pub endpoint: Option<OtlpEndpoint>,
     pub sample_ratio: Option<Ratio>,
@@ -51,7 +51,7 @@ pub struct RawTracing {
 /// `[rate_limit_store]`.
 #[derive(Debug, Default, Deserialize)]
 #[serde(default, deny_unknown_fields)]
-pub struct RawStore {
+pub(super) struct RawStore {
     pub url: Option<StoreUrlValue>,
     pub on_store_error: Option<Word<OnStoreError>>,
     pub timeout: Option<Timeout>,
@@ -61,7 +61,7 @@ pub struct RawStore {
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(default, deny_unknown_fields)]
-pub struct RawServer {
+pub(super) struct RawServer {
     pub listen: Option<Addr>,
     pub admin_listen: Option<Addr>,
     pub shutdown_grace: Option<Timeout>,
@@ -88,7 +88,7 @@ pub struct RawServer {
 /// `[server.tls]`.
 #[derive(Debug, Default, Deserialize)]
 #[serde(default, deny_unknown_fields)]
-pub struct RawServerTls {
+pub(super) struct RawServerTls {
     pub cert_file: Option<Name>,
     pub key_file: Option<Name>,
     pub client_ca_file: Option<Name>,
@@ -98,7 +98,7 @@ pub struct RawServerTls {
 /// `[limits]` and `[routes.limits]`.
 #[derive(Debug, Default, Deserialize)]
 #[serde(default, deny_unknown_fields)]
-pub struct RawLimits {
+pub(super) struct RawLimits {
     pub max_body_bytes: Option<Positive<u64>>,
     pub max_json_header_bytes: Option<Positive<u64>>,
     pub max_elements_per_tensor: Option<Positive<u64>>,
@@ -109,7 +109,7 @@ pub struct RawLimits {
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(default, deny_unknown_fields)]
-pub struct RawBackend {
+pub(super) struct RawBackend {
     pub url: Option<BackendUrl>,
     pub urls: Option<Vec<BackendUrl>>,
     pub dns: Option<DnsHost>,
@@ -150,14 +150,14 @@ pub struct RawBackend {
     untagged,
     expecting = "a URL like \"http://{host}:8002/metrics\" or a list of URLs, one per entry of urls"
 )]
-pub enum MetricsUrl {
+pub(super) enum MetricsUrl {
     One(String),
     Many(Vec<String>),
 }
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(default, deny_unknown_fields)]
-pub struct RawRoute {
+pub(super) struct RawRoute {
     pub name: Option<Name>,
     pub models: Vec<Name>,
     pub default: bool,
@@ -181,7 +181,7 @@ pub struct RawRoute {
 /// `[routes.auth]`.
 #[derive(Debug, Default, Deserialize)]
 #[serde(default, deny_unknown_fields)]
-pub struct RawAuth {
+pub(super) struct RawAuth {
     pub keys_file: Option<Name>,
     pub sigv4: Option<bool>,
 }
@@ -189,7 +189,7 @@ pub struct RawAuth {
 /// `[routes.rate_limit]`: the route's limits and the per-key ones.
 #[derive(Debug, Default, Deserialize)]
 #[serde(default, deny_unknown_fields)]
-pub struct RawRateLimit {
+pub(super) struct RawRateLimit {
     pub requests_per_second: Option<PerSecond>,
     pub burst: Option<Positive<u64>>,
     pub elements_per_second: Option<PerSecond>,
@@ -200,7 +200,7 @@ pub struct RawRateLimit {
 /// `[routes.rate_limit.per_key]`.
 #[derive(Debug, Default, Deserialize)]
 #[serde(default, deny_unknown_fields)]
-pub struct RawRates {
+pub(super) struct RawRates {
     pub requests_per_second: Option<PerSecond>,
     pub burst: Option<Positive<u64>>,
     pub elements_per_second: Option<PerSecond>,
@@ -210,7 +210,7 @@ pub struct RawRates {
 /// One of `backends = [{ name = "stable", weight = 90 }, ...]`.
 #[derive(Debug, Default, Deserialize)]
 #[serde(default, deny_unknown_fields)]
-pub struct RawWeighted {
+pub(super) struct RawWeighted {
     pub name: Option<Name>,
     pub weight: Option<Count<u32>>,
 }
@@ -218,7 +218,7 @@ pub struct RawWeighted {
 /// `shadow = { backend = "next", max_in_flight = 8 }`.
 #[derive(Debug, Default, Deserialize)]
 #[serde(default, deny_unknown_fields)]
-pub struct RawShadow {
+pub(super) struct RawShadow {
     pub backend: Option<Name>,
     pub max_in_flight: Option<Positive<usize>>,
 }
@@ -226,7 +226,7 @@ pub struct RawShadow {
 /// `[routes.inputs.NAME]` and `[routes.outputs.NAME]`.
 #[derive(Debug, Default, Deserialize)]
 #[serde(default, deny_unknown_fields)]
-pub struct RawTensorRule {
+pub(super) struct RawTensorRule {
     pub shape: Option<Vec<Dim>>,
     pub allowed_types: Option<Vec<TypeName>>,
     pub required: Option<bool>,
@@ -234,7 +234,7 @@ pub struct RawTensorRule {
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(default, deny_unknown_fields)]
-pub struct RawDecthings {
+pub(super) struct RawDecthings {
     pub enabled: Option<bool>,
     pub prefix: Option<Prefix>,
     pub multiple_tensors: Option<Word<MultipleTensors>>,
@@ -244,7 +244,7 @@ pub struct RawDecthings {
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(default, deny_unknown_fields)]
-pub struct RawSageMaker {
+pub(super) struct RawSageMaker {
     pub enabled: Option<bool>,
     pub default_model: Option<Name>,
     pub input: Option<Name>,
@@ -258,7 +258,7 @@ pub struct RawSageMaker {
 /// `[[routes.sagemaker.outputs]]`.
 #[derive(Debug, Default, Deserialize)]
 #[serde(default, deny_unknown_fields)]
-pub struct RawOutput {
+pub(super) struct RawOutput {
     pub name: Option<Name>,
     pub rename: Option<Name>,
 }

@@ -11,7 +11,7 @@ use serde::de::{Deserialize, Deserializer, MapAccess, Visitor};
 /// accepts a table only. The table is read through the caller's map access,
 /// so error paths inside it stay whole.
 #[derive(Debug, Default)]
-pub struct Table<T>(pub T);
+pub(crate) struct Table<T>(pub T);
 
 impl<'de, T: Deserialize<'de>> Deserialize<'de> for Table<T> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
@@ -32,7 +32,7 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for Table<T> {
 /// An enum written as a string (`backend_format = "json"`). toml's own
 /// enum path calls a non-string a "unit variant"; this says "a string".
 #[derive(Clone, Copy, Debug, Default)]
-pub struct Word<T>(pub T);
+pub(crate) struct Word<T>(pub T);
 
 impl<'de, T: Deserialize<'de>> Deserialize<'de> for Word<T> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {

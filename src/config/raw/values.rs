@@ -28,7 +28,7 @@ impl<'de, T, F: FnOnce(&str) -> Result<T, String>> Visitor<'de> for Checked<F> {
 macro_rules! checked_string {
     ($(#[$meta:meta])* $name:ident($ty:ty), $expecting:literal, |$s:ident| $check:expr) => {
         $(#[$meta])*
-        pub struct $name(pub $ty);
+        pub(crate) struct $name(pub(crate) $ty);
 
         impl $name {
             fn check($s: &str) -> Result<$ty, String> {
@@ -189,7 +189,7 @@ checked_string!(
 
 /// A whole number above zero that fits `T`.
 #[derive(Clone, Copy, Debug)]
-pub struct Positive<T>(pub T);
+pub(crate) struct Positive<T>(pub T);
 
 impl<'de, T: TryFrom<i64>> Deserialize<'de> for Positive<T> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
@@ -212,7 +212,7 @@ impl<'de, T: TryFrom<i64>> Deserialize<'de> for Positive<T> {
 
 /// A whole number, zero or more, that fits `T`.
 #[derive(Clone, Copy, Debug)]
-pub struct Count<T>(pub T);
+pub(crate) struct Count<T>(pub T);
 
 impl<'de, T: TryFrom<i64>> Deserialize<'de> for Count<T> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
@@ -235,7 +235,7 @@ impl<'de, T: TryFrom<i64>> Deserialize<'de> for Count<T> {
 
 /// A fraction from 0 to 1 (`retry_budget = 0.2`), held in thousandths.
 #[derive(Clone, Copy, Debug)]
-pub struct Fraction(pub u32);
+pub(crate) struct Fraction(pub u32);
 
 impl<'de> Deserialize<'de> for Fraction {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
@@ -264,7 +264,7 @@ impl<'de> Deserialize<'de> for Fraction {
 
 /// A share from 0 to 1, whole or not (`sample_ratio = 0.01`).
 #[derive(Clone, Copy, Debug)]
-pub struct Ratio(pub f64);
+pub(crate) struct Ratio(pub f64);
 
 impl<'de> Deserialize<'de> for Ratio {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
@@ -294,7 +294,7 @@ impl<'de> Deserialize<'de> for Ratio {
 
 /// A rate: a number (whole or not) above zero and at most 10^12.
 #[derive(Clone, Copy, Debug)]
-pub struct PerSecond(pub f64);
+pub(crate) struct PerSecond(pub f64);
 
 impl PerSecond {
     const MAX: f64 = 1e12;
@@ -331,7 +331,7 @@ impl<'de> Deserialize<'de> for PerSecond {
 
 /// One dimension of a shape rule: a size, or -1 for any size.
 #[derive(Clone, Copy, Debug)]
-pub struct Dim(pub i64);
+pub(crate) struct Dim(pub i64);
 
 impl<'de> Deserialize<'de> for Dim {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {

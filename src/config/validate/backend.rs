@@ -267,4 +267,4 @@ fn set<T>(v: Option<T>, field: &mut T) {
 
 /// The most `max_checked_models` a backend may set: each checked model
 /// costs one request per replica per round.
-pub const MAX_CHECKED_MODELS: usize = 1024;
+pub(super) const MAX_CHECKED_MODELS: usize = 1024;

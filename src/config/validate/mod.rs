@@ -35,7 +35,7 @@ macro_rules! apply {
 use apply;
 
 /// Turns stage 1's output into a [`Config`], or the problems found.
-pub fn config(
+pub(super) fn config(
     stage1: &Stage1,
     raw: RawConfig,
     base: Option<&Path>,
@@ -73,7 +73,7 @@ pub fn config(
 
 /// The problems a [`ServerConfig`] can have on its own; the built-in
 /// configurations are checked with this too.
-pub fn server_problems(s: &ServerConfig) -> Vec<ConfigError> {
+pub(super) fn server_problems(s: &ServerConfig) -> Vec<ConfigError> {
     let mut out = Vec::new();
     if s.listen == s.admin_listen {
         out.push(ConfigError::new(

@@ -9,7 +9,7 @@ use crate::config::raw::{Name, RawShadow, RawWeighted, Table};
 use crate::config::{Backend, Shadow, Weighted};
 
 /// The largest weight: sums of weights stay far from overflowing.
-pub const MAX_WEIGHT: u32 = 1_000_000;
+pub(super) const MAX_WEIGHT: u32 = 1_000_000;
 
 impl Check<'_> {
     /// The route's backends with their weights (`backend = "x"` is `x` with

@@ -45,7 +45,7 @@ fn claim(map: &mut BTreeMap<String, String>, value: &str, owner: &str) -> Option
 
 impl Unique {
     /// Adds a route; the clashes it brings.
-    pub fn add(&mut self, s: Seen<'_>) -> Vec<ConfigError> {
+    pub(super) fn add(&mut self, s: Seen<'_>) -> Vec<ConfigError> {
         let mut errors = Vec::new();
         let mut error = |key: String, message: String| errors.push(ConfigError::new(key, message));
         let Seen { key, label, .. } = s;

@@ -4,7 +4,7 @@
 
 /// The format name Decthings clients use (the file extension), if the
 /// element starts with a known signature.
-pub fn sniff(data: &[u8]) -> Option<&'static str> {
+pub(super) fn sniff(data: &[u8]) -> Option<&'static str> {
     const SIGNATURES: &[(&[u8], &str)] = &[
         (b"\x89PNG\r\n\x1a\n", "png"),
         (b"\xff\xd8\xff", "jpeg"),

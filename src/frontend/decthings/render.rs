@@ -34,7 +34,7 @@ use crate::http::body::{Body, full, json_response};
 use crate::observe::Observation;
 
 /// The reply for `e`.
-pub fn render(e: &Error, obs: &Observation) -> Response<Body> {
+pub(super) fn render(e: &Error, obs: &Observation) -> Response<Body> {
     let message = e.to_string();
     let class = e.class();
     let body = match class {

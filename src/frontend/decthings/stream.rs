@@ -24,7 +24,7 @@ use crate::tensor::DataType;
 
 /// Whether a reply can stream: every output binary, of a fixed-size type
 /// that needs no conversion, not unstacked, and indexable by the client.
-pub fn streamable(route: &Route, doc: &Document) -> bool {
+pub(super) fn streamable(route: &Route, doc: &Document) -> bool {
     doc.tensors.iter().all(|t| {
         matches!(t.data, EntryData::Binary { .. })
             && !matches!(
@@ -38,7 +38,7 @@ pub fn streamable(route: &Route, doc: &Document) -> bool {
 
 /// The streamed reply body.
 #[derive(Debug)]
-pub struct StreamBody {
+pub(super) struct StreamBody {
     upstream: BackendBody,
     splitter: ChunkSplitter,
     pieces: Vec<Piece>,
@@ -54,7 +54,7 @@ pub struct StreamBody {
 
 /// Builds the streamed reply for `doc` (checked [`streamable`]); returns the
 /// body and its exact length.
-pub fn body(
+pub(super) fn body(
     doc: &Document,
     after: Bytes,
     upstream: BackendBody,

@@ -29,7 +29,7 @@ use crate::http::body::{Body, BoxError, ChannelBody};
 const WATCH_EVERY: Duration = Duration::from_secs(1);
 
 /// Serves `Check` or `Watch`.
-pub async fn serve(method: Method, call: Call<'_, Read>) -> Result<Response<Body>, Error> {
+pub(super) async fn serve(method: Method, call: Call<'_, Read>) -> Result<Response<Body>, Error> {
     let Target::Gateway {
         health,
         watch: slot,

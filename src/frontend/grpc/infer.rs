@@ -24,7 +24,7 @@ use crate::infer::{InferRequest, ModelRef, TensorData};
 use crate::observe::Direction;
 
 /// Serves one `ModelInfer` call.
-pub async fn serve(call: Call<'_, Read>) -> Result<Response<Body>, Error> {
+pub(super) async fn serve(call: Call<'_, Read>) -> Result<Response<Body>, Error> {
     let (Target::Bound { exchange, .. }, Some(Read::Message(bytes, body))) =
         (call.target, call.named)
     else {

@@ -83,7 +83,7 @@ impl Classify for GrpcError {
 }
 
 /// The limits a call's messages are read under.
-pub fn limits(headers: &HeaderMap, max: u64) -> Result<FrameLimits, GrpcError> {
+pub(super) fn limits(headers: &HeaderMap, max: u64) -> Result<FrameLimits, GrpcError> {
     if let Some(enc) = headers.get("grpc-encoding") {
         let enc = enc.to_str().unwrap_or("?");
         if enc != "identity" {
@@ -98,7 +98,7 @@ pub fn limits(headers: &HeaderMap, max: u64) -> Result<FrameLimits, GrpcError> {
 
 /// The one message of a unary call, read whole (a slice of the body when
 /// it came in one piece).
-pub async fn read_one(body: &mut ClientBody, limits: FrameLimits) -> Result<Bytes, Error> {
+pub(super) async fn read_one(body: &mut ClientBody, limits: FrameLimits) -> Result<Bytes, Error> {
     let mut frames = FrameDecoder::new(limits);
     let mut message = None;
     loop {
@@ -118,7 +118,7 @@ pub async fn read_one(body: &mut ClientBody, limits: FrameLimits) -> Result<Byte
 
 /// A message read under the largest limit of the routes it could be for,
 /// against the limit of the route it turned out to be for.
-pub fn within_route(route: &Route, message: &Bytes) -> Result<(), GrpcError> {
+pub(super) fn within_route(route: &Route, message: &Bytes) -> Result<(), GrpcError> {
     let limit = route.limits.max_body_bytes;
     let declared = message.len() as u64;
     if declared > limit {
@@ -130,7 +130,7 @@ pub fn within_route(route: &Route, message: &Bytes) -> Result<(), GrpcError> {
 /// Decodes a message of type `M` (of `schema`) once its wire form is
 /// within `caps`: nothing is allocated for a message that would decode
 /// into more than its caps allow.
-pub fn decode_within<M: Message + Default>(
+pub(super) fn decode_within<M: Message + Default>(
     bytes: Bytes,
     schema: &'static Schema,
     caps: &Caps,
@@ -141,7 +141,7 @@ pub fn decode_within<M: Message + Default>(
 
 /// Decodes a small message that no route's limits apply to (one of the
 /// calls other than inference), within the default caps.
-pub fn decode_small<M: Message + Default>(
+pub(super) fn decode_small<M: Message + Default>(
     bytes: Bytes,
     name: &'static str,
 ) -> Result<M, GrpcError> {
@@ -152,7 +152,10 @@ pub fn decode_small<M: Message + Default>(
 }
 
 /// Decodes a message of type `M`.
-pub fn decode<M: Message + Default>(bytes: Bytes, name: &'static str) -> Result<M, GrpcError> {
+pub(super) fn decode<M: Message + Default>(
+    bytes: Bytes,
+    name: &'static str,
+) -> Result<M, GrpcError> {
     M::decode(bytes).map_err(|e| GrpcError::Decode {
         message: name,
         reason: e.to_string(),

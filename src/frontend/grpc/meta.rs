@@ -19,7 +19,7 @@ use crate::infer::calls::{self, Answer, GrpcAnswer, Origin};
 use crate::infer::route::RouteError;
 
 /// Serves a call other than `ModelInfer` and health.
-pub async fn serve(method: Method, call: Call<'_, Read>) -> Result<Response<Body>, Error> {
+pub(super) async fn serve(method: Method, call: Call<'_, Read>) -> Result<Response<Body>, Error> {
     let Call {
         head,
         body,
@@ -56,7 +56,7 @@ pub async fn serve(method: Method, call: Call<'_, Read>) -> Result<Response<Body
             idempotent: method.control().is_none(),
         },
     };
-    let reply: Bytes = match crate::infer::call::other(exchange, config, call).await? {
+    let reply: Bytes = match crate::infer::backend::call(exchange, config, call).await? {
         Answer::Grpc(GrpcAnswer::Message(m)) => m,
         Answer::Grpc(GrpcAnswer::Status { code, message }) | Answer::Refused { code, message } => {
             return Err(GrpcError::Backend { code, message }.into());

@@ -78,7 +78,7 @@ struct Stream {
 }
 
 /// Serves one `ModelStreamInfer` call.
-pub async fn serve(call: Call<'_, Read>) -> Result<Response<Body>, Error> {
+pub(super) async fn serve(call: Call<'_, Read>) -> Result<Response<Body>, Error> {
     let (Target::Bound { exchange, .. }, Some(Read::Stream(first, reader))) =
         (call.target, call.named)
     else {

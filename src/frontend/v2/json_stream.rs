@@ -20,7 +20,7 @@ use crate::tensor::Shape;
 
 /// Why a streamed reply was cut off.
 #[derive(Debug, thiserror::Error)]
-pub enum StreamError {
+pub(super) enum StreamError {
     #[error("backend body failed: {0}")]
     Upstream(#[source] BoxError),
     #[error("backend sent malformed binary data: {0}")]
@@ -44,7 +44,7 @@ pub enum StreamError {
 
 /// Streams a binary V2 response as all-JSON.
 #[derive(Debug)]
-pub struct JsonReplyBody<B = BackendBody> {
+pub(super) struct JsonReplyBody<B = BackendBody> {
     upstream: B,
     obs: Observation,
     /// Time spent converting, reported when the reply ends.
@@ -69,7 +69,7 @@ pub struct JsonReplyBody<B = BackendBody> {
 }
 
 impl<B> JsonReplyBody<B> {
-    pub fn new(upstream: B, doc: Document, after_header: Bytes, obs: Observation) -> Self {
+    pub(super) fn new(upstream: B, doc: Document, after_header: Bytes, obs: Observation) -> Self {
         let splitter = ChunkSplitter::new(doc.binary_sizes().collect());
         JsonReplyBody {
             upstream,
@@ -196,7 +196,7 @@ impl<B> JsonReplyBody<B> {
 /// halves at once (see [`cpu::Pair`]): writing 8192 FP32 values takes
 /// many times what handing half of them to another thread does (the
 /// writing's speed: `cargo bench --bench codecs`, `binary_to_json`).
-pub const PARALLEL_MIN_ELEMENTS: usize = 8192;
+pub(super) const PARALLEL_MIN_ELEMENTS: usize = 8192;
 
 /// Writes `data` with `vw`, a large piece of fixed-size values in two
 /// halves, the second on `pair`'s helper thread: the text so far and the second half's then go

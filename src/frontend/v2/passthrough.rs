@@ -89,7 +89,7 @@ impl Frontend for Passthrough {
             origin: Origin::Http { parts, body },
             all_stats: self.all_stats,
         };
-        match crate::infer::call::other(exchange, call.config, request).await? {
+        match crate::infer::backend::call(exchange, call.config, request).await? {
             Answer::Http(resp) => Ok(resp),
             Answer::Translated(translated) => Ok(translated.1.to_http()?),
             // A gRPC backend's refusal of a call made for this request:

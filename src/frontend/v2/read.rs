@@ -95,7 +95,7 @@ fn bad_framing(route: &Route) -> impl Fn(FramingError) -> V2Error + '_ {
 
 /// What a backend request may be started from while a JSON request is
 /// read (see [`EarlySend`]).
-pub struct EarlyStart<'a, 'b> {
+pub(super) struct EarlyStart<'a, 'b> {
     pub exchange: Exchange<'a>,
     pub model: &'b ModelRef,
     pub headers: &'b HeaderMap,
@@ -103,7 +103,7 @@ pub struct EarlyStart<'a, 'b> {
 
 /// A JSON request read whole, and the backend request started while it
 /// was read, if one was.
-pub struct JsonRequest<'a> {
+pub(super) struct JsonRequest<'a> {
     pub header: Document,
     pub data: Vec<TensorData>,
     pub early: Option<EarlySend<'a>>,
@@ -112,7 +112,7 @@ pub struct JsonRequest<'a> {
 /// A whole-JSON request body, converted while it streams in. With `start`,
 /// the backend request is started as soon as its header can be guessed
 /// (the first time a chunk ends inside a tensor's data; once).
-pub async fn read_json<'a>(
+pub(super) async fn read_json<'a>(
     route: &Route,
     body: &mut ClientBody,
     mut start: Option<EarlyStart<'a, '_>>,
@@ -169,7 +169,7 @@ pub async fn read_json<'a>(
 /// in two halves at once (see [`cpu::Pair`]): converting 64 KiB of FP32
 /// JSON takes many times what handing half of it to another thread does
 /// (the conversion's speed: `cargo bench --bench codecs`, `json_to_binary`).
-pub const PARALLEL_MIN_BYTES: usize = 64 << 10;
+pub(super) const PARALLEL_MIN_BYTES: usize = 64 << 10;
 
 /// Feeds one chunk of a JSON request: a large piece of tensor data in two
 /// halves, the second on `pair`'s helper thread, the same as one `feed`.
@@ -194,7 +194,7 @@ pub fn feed(pair: &mut cpu::Pair, parser: &mut DocParser, chunk: Bytes) -> Resul
 }
 
 /// A binary-extension body whose JSON header is `header_len` bytes.
-pub async fn read_binary(
+pub(super) async fn read_binary(
     route: &Route,
     body: &mut ClientBody,
     header_len: u64,

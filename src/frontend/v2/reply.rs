@@ -45,7 +45,7 @@ pub struct Wanted {
     pub label: Option<BinaryLabel>,
 }
 
-pub async fn render(
+pub(super) async fn render(
     exchange: Exchange<'_>,
     sent: Sent,
     wanted: &Wanted,
@@ -139,7 +139,7 @@ pub async fn render(
 /// it, so streaming would gain nothing, and clients read a sized body with
 /// less work than a chunked one. Below the size a piece is written on two
 /// threads ([`super::json_stream::PARALLEL_MIN_ELEMENTS`]).
-pub const WHOLE_REPLY_BYTES: u64 = 32 << 10;
+pub(super) const WHOLE_REPLY_BYTES: u64 = 32 << 10;
 
 /// The backend's reply as it is, compressed if the client accepts it.
 fn passthrough(reply: BackendReply, coding: Coding) -> Response<Body> {

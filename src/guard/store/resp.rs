@@ -15,19 +15,19 @@
 /// The most bytes one reply may take on the wire. The longest the store
 /// gets is an error a script raises (a few hundred bytes) or the
 /// handshake's map of server fields.
-pub const MAX_REPLY_BYTES: u64 = 64 << 10;
+pub(super) const MAX_REPLY_BYTES: u64 = 64 << 10;
 
 /// The most elements an array, set, push or map (pairs) may announce. The
 /// scripts answer with two; the handshake's map has seven fields.
-pub const MAX_ELEMENTS: u64 = 1024;
+pub(super) const MAX_ELEMENTS: u64 = 1024;
 
 /// The most aggregates open at once (the handshake's map holds a list of
 /// modules, each a map: three).
-pub const MAX_DEPTH: usize = 16;
+pub(super) const MAX_DEPTH: usize = 16;
 
 /// Why a reply was refused.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-pub enum ReplyError {
+pub(super) enum ReplyError {
     #[error("Redis reply longer than {MAX_REPLY_BYTES} bytes")]
     TooLong,
     #[error("Redis reply announcing {0} elements (at most {MAX_ELEMENTS})")]
@@ -42,7 +42,7 @@ pub enum ReplyError {
 
 /// Follows the replies of one connection, byte by byte across reads.
 #[derive(Debug, Default)]
-pub struct Scanner {
+pub(super) struct Scanner {
     state: State,
     /// Values still to come in each aggregate open, innermost last.
     open: Vec<u64>,
@@ -82,7 +82,7 @@ enum Sized {
 impl Scanner {
     /// Follows `data`, the next bytes the connection read; an error once
     /// the replies go past a bound (and for good).
-    pub fn feed(&mut self, data: &[u8]) -> Result<(), ReplyError> {
+    pub(super) fn feed(&mut self, data: &[u8]) -> Result<(), ReplyError> {
         if let Some(e) = &self.failed {
             return Err(e.clone());
         }

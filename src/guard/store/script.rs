@@ -20,7 +20,7 @@
 /// pass (-1: never, the cost is over its burst). A cost of 0 reads every
 /// bucket and takes nothing, writes nothing: the probe asks so whether a
 /// decision that failed would work now.
-pub const DECIDE: &str = r"
+pub(super) const DECIDE: &str = r"
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 local cost = tonumber(ARGV[1])
@@ -55,7 +55,7 @@ return {0, 0}
 
 /// KEYS[1]: the set of gateways. ARGV[1]: this gateway's id; ARGV[2]: the
 /// window in milliseconds. Returns the gateways heard from in the window.
-pub const ANNOUNCE: &str = r"
+pub(super) const ANNOUNCE: &str = r"
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local window = tonumber(ARGV[2])

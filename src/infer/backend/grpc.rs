@@ -36,14 +36,14 @@ use crate::upstream::grpc::{Answer, ReadError, read_answer};
 use crate::upstream::{Outgoing, Upstream, UpstreamBody};
 
 /// The content type of a gRPC request body.
-pub const CONTENT_TYPE: &str = "application/grpc";
+pub(super) const CONTENT_TYPE: &str = "application/grpc";
 
 /// Most bytes of a metadata reply the gateway reads.
 const MAX_METADATA_BYTES: u64 = 1 << 20;
 
 /// V2 over gRPC.
 #[derive(Debug)]
-pub struct Grpc;
+pub(super) struct Grpc;
 
 impl Wire for Grpc {
     /// The `ModelInfer` call for `model` with these inputs, framed.
@@ -209,7 +209,7 @@ impl Wire for Grpc {
 /// its reply read whole within the route's `max_response_bytes`. The
 /// outer error is the call failing; the inner one, a reply that could not
 /// be read, which each caller words for its own client.
-pub async fn unary(
+pub(crate) async fn unary(
     exchange: Exchange<'_>,
     mut out: Outgoing,
 ) -> Result<Result<Answer, ReadError>, InferError> {

@@ -18,7 +18,6 @@ use crate::codec::v2::Document;
 use crate::config::WireFormat;
 use crate::cpu::{OFF_THREAD_BYTES, off_thread};
 use crate::error::{Error, Origin as RefusalOrigin};
-use crate::http::body::Body;
 use crate::http::client_body::BodyError;
 use crate::http::encoding::{Coding, request_coding};
 use crate::http::headers::strip_hop_by_hop;
@@ -34,7 +33,7 @@ const MAX_METADATA_BYTES: usize = 1 << 20;
 
 /// V2 over HTTP.
 #[derive(Debug)]
-pub struct Http;
+pub(super) struct Http;
 
 impl Wire for Http {
     /// Writing a large request as JSON (for a JSON backend) happens on a
@@ -89,19 +88,79 @@ impl Wire for Http {
     }
 
     async fn call(exchange: Exchange<'_>, call: Call) -> Result<Answer, Error> {
-        match call.origin {
-            Origin::Http { parts, body } => forward(exchange, parts, body).await.map(Answer::Http),
+        let (mut parts, body) = match call.origin {
+            Origin::Http { parts, body } => (parts, body),
             Origin::Grpc {
                 method,
                 message,
                 headers,
                 ..
             } => {
+                // Boxed: the passthrough's future need not hold it.
                 let op = Op::from_grpc(method, &message)?;
-                let reply = translated(exchange, &op, headers).await?;
-                Ok(Answer::Translated(Box::new((op, reply))))
+                let reply = Box::pin(translated(exchange, &op, headers)).await?;
+                return Ok(Answer::Translated(Box::new((op, reply))));
             }
-        }
+        };
+        // A V2 request passed through as it is: streaming both ways, hop-by-hop
+        // headers removed, its body bounded on the wire and, when compressed,
+        // decompressed, by the route's `max_body_bytes` (the gateway opened it
+        // so); the backend's reply relayed as it streams, metered once.
+        let (upstream, obs) = (exchange.upstream, exchange.obs);
+        let coding = request_coding(&parts.headers).unwrap_or(Coding::Identity);
+        // The client's `Host` stays: the upstream replaces it with the
+        // replica's.
+        strip_hop_by_hop(&mut parts.headers);
+        let body = match body {
+            Some(b) => OutBody::Stream(obs.forwarded_request(b).boxed_unsync()),
+            // Nothing to stream: the request can be sent again if need be.
+            None => OutBody::Empty,
+        };
+        let model = obs.model();
+        let out = Outgoing {
+            method: parts.method,
+            path: parts
+                .uri
+                .path_and_query()
+                .map_or("/", |p| p.as_str())
+                .to_owned(),
+            headers: parts.headers,
+            body,
+            model: Some(model.to_owned()).filter(|m| !m.is_empty()),
+            idempotent: false,
+            deadline: obs.deadline(),
+        };
+        let sent = Instant::now();
+        let resp = match upstream.send(out, Some(obs.watch())).await {
+            Ok(resp) => resp,
+            // Over the limit, or corrupt, while it streamed: say which
+            // route's limit, and which coding.
+            Err(UpstreamError::RequestBody(BodyError::TooLarge { .. })) => {
+                return Err(BodyError::TooLarge {
+                    route: exchange.route.name.clone(),
+                    limit: exchange.route.limits.max_body_bytes,
+                }
+                .into());
+            }
+            Err(UpstreamError::RequestBody(BodyError::BadEncoding { detail, .. })) => {
+                return Err(BodyError::BadEncoding {
+                    encoding: coding.name(),
+                    detail,
+                }
+                .into());
+            }
+            Err(e) => return Err(InferError::from(e).into()),
+        };
+        obs.upstream_first_byte(sent.elapsed());
+        obs.backend_status(resp.status());
+        let (mut parts, body) = resp.into_parts();
+        strip_hop_by_hop(&mut parts.headers);
+        // Metered once, as the client's reply and the backend's body.
+        obs.relay(sent);
+        Ok(Answer::Http(Response::from_parts(
+            parts,
+            body.boxed_unsync(),
+        )))
     }
 
     /// `GET /v2/models/{name}[/versions/{v}]`.
@@ -132,69 +191,6 @@ impl Wire for Http {
         }
         ModelMetadata::parse(&body).map_err(invalid)
     }
-}
-
-/// A V2 request passed through as it is: streaming both ways, hop-by-hop
-/// headers removed, its body bounded on the wire and, when compressed,
-/// decompressed, by the route's `max_body_bytes` (the gateway opened it
-/// so); the backend's reply relayed as it streams, metered once.
-async fn forward(
-    exchange: Exchange<'_>,
-    mut parts: http::request::Parts,
-    body: Option<Body>,
-) -> Result<Response<Body>, Error> {
-    let (upstream, obs) = (exchange.upstream, exchange.obs);
-    let coding = request_coding(&parts.headers).unwrap_or(Coding::Identity);
-    // The client's `Host` stays: the upstream replaces it with the
-    // replica's.
-    strip_hop_by_hop(&mut parts.headers);
-    let body = match body {
-        Some(b) => OutBody::Stream(obs.forwarded_request(b).boxed_unsync()),
-        // Nothing to stream: the request can be sent again if need be.
-        None => OutBody::Empty,
-    };
-    let model = obs.model();
-    let out = Outgoing {
-        method: parts.method,
-        path: parts
-            .uri
-            .path_and_query()
-            .map_or("/", |p| p.as_str())
-            .to_owned(),
-        headers: parts.headers,
-        body,
-        model: Some(model.to_owned()).filter(|m| !m.is_empty()),
-        idempotent: false,
-        deadline: obs.deadline(),
-    };
-    let sent = Instant::now();
-    let resp = match upstream.send(out, Some(obs.watch())).await {
-        Ok(resp) => resp,
-        // Over the limit, or corrupt, while it streamed: say which
-        // route's limit, and which coding.
-        Err(UpstreamError::RequestBody(BodyError::TooLarge { .. })) => {
-            return Err(BodyError::TooLarge {
-                route: exchange.route.name.clone(),
-                limit: exchange.route.limits.max_body_bytes,
-            }
-            .into());
-        }
-        Err(UpstreamError::RequestBody(BodyError::BadEncoding { detail, .. })) => {
-            return Err(BodyError::BadEncoding {
-                encoding: coding.name(),
-                detail,
-            }
-            .into());
-        }
-        Err(e) => return Err(InferError::from(e).into()),
-    };
-    obs.upstream_first_byte(sent.elapsed());
-    obs.backend_status(resp.status());
-    let (mut parts, body) = resp.into_parts();
-    strip_hop_by_hop(&mut parts.headers);
-    // Metered once, as the client's reply and the backend's body.
-    obs.relay(sent);
-    Ok(Response::from_parts(parts, body.boxed_unsync()))
 }
 
 /// `op` as the V2 HTTP request that stands for it; the backend's answer

@@ -31,28 +31,31 @@ use ::http::header::{self, HeaderName, HeaderValue};
 use ::http::{HeaderMap, Response};
 use bytes::Bytes;
 
-pub use super::error::MalformedReply;
-pub use grpc::unary;
-pub use reply::{BackendReply, ReplyFraming, ReplyHead, ReplyStream};
-pub use request::{RequestBody, provisional_header};
+pub(crate) use super::error::MalformedReply;
+pub(crate) use reply::{BackendReply, ReplyFraming, ReplyHead};
+pub(crate) use request::{RequestBody, provisional_header};
 
 use super::InferError;
-use super::calls::{Answer, Call};
+use super::calls::{Answer, Call, GrpcAnswer, Reply};
 use super::metadata::{MetadataError, ModelMetadata};
+use super::stats;
 use super::{Exchange, ModelRef, TensorData};
 use crate::codec::v2::Document;
 use crate::codec::v2::framing::IHCL_HEADER;
+use crate::config::Config;
 use crate::config::Protocol;
 use crate::error::{Error, Origin};
+use crate::http::body::{Body, full};
 use crate::http::body::{BoxError, ChunksBody};
 use crate::http::headers::lacks;
 use crate::observe::Metered;
 use crate::upstream::{OutBody, Outgoing, Upstream, UpstreamBody, UpstreamError};
+use http_body_util::BodyExt;
 
 /// `Inference-Header-Content-Length` as a header name: looked up or set by
 /// its text, the name is parsed (31 bytes checked and lowercased) every
 /// time.
-pub const IHCL: HeaderName = HeaderName::from_static(IHCL_HEADER);
+pub(crate) const IHCL: HeaderName = HeaderName::from_static(IHCL_HEADER);
 
 /// One backend protocol's side of what the core asks of a backend.
 /// Implemented once per protocol; reached only through this module's
@@ -118,7 +121,7 @@ macro_rules! wire {
 
 /// The infer request for `model`, in the exchange's backend protocol (and,
 /// for HTTP, the route's wire format).
-pub async fn build(
+pub(crate) async fn build(
     exchange: Exchange<'_>,
     model: &ModelRef,
     header: Document,
@@ -131,20 +134,20 @@ pub async fn build(
 }
 
 /// A raw binary request, in the exchange's backend protocol.
-pub fn build_raw(exchange: Exchange<'_>, raw: Bytes) -> Result<RequestBody, InferError> {
+pub(crate) fn build_raw(exchange: Exchange<'_>, raw: Bytes) -> Result<RequestBody, InferError> {
     wire!(exchange.upstream, build_raw(exchange, raw))
 }
 
 /// Whether the exchange's backend takes a request while the client's is
 /// still read ([`EarlySend`](crate::infer::call::EarlySend)).
-pub fn sends_early(upstream: &Upstream) -> bool {
+pub(crate) fn sends_early(upstream: &Upstream) -> bool {
     wire!(upstream, sends_early())
 }
 
 /// How a backend serves a gRPC stream of infer requests
 /// (`ModelStreamInfer`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Streams {
+pub(crate) enum Streams {
     /// As the stream came, both ways: the backend speaks gRPC.
     AsItCame,
     /// One infer call per request, answered in order.
@@ -152,26 +155,97 @@ pub enum Streams {
 }
 
 /// How `upstream`'s backend serves a gRPC stream of infer requests.
-pub fn streams(upstream: &Upstream) -> Streams {
+pub(crate) fn streams(upstream: &Upstream) -> Streams {
     wire!(upstream, streams())
 }
 
 /// `model`'s metadata from `upstream`'s backend.
-pub async fn metadata(
+pub(crate) async fn metadata(
     upstream: &Upstream,
     model: &ModelRef,
 ) -> Result<ModelMetadata, MetadataError> {
     wire!(upstream, metadata(upstream, model).await)
 }
 
-/// A call other than infer, answered by the exchange's backend.
-pub async fn call(exchange: Exchange<'_>, call: Call) -> Result<Answer, Error> {
-    wire!(exchange.upstream, call(exchange, call).await)
+/// A call other than infer, answered by the exchange's backend: as it
+/// came when the backend speaks the call's protocol, translated when it
+/// does not. Statistics asked for without a model name are cut down to
+/// the route's own models ([`stats`]), whichever form the answer took.
+///
+/// A V2 request passed through to an HTTP backend (every health check,
+/// every metadata read) is the common case and is answered by the HTTP
+/// backend's future itself; the others are boxed, so that the common
+/// case's future is not as large as the largest of them.
+pub(crate) async fn call(
+    exchange: Exchange<'_>,
+    config: &Config,
+    call: Call,
+) -> Result<Answer, Error> {
+    match (exchange.upstream.backend.protocol(), call.all_stats) {
+        (Protocol::Http, false) => <http::Http as Wire>::call(exchange, call).await,
+        (Protocol::Grpc, false) => Box::pin(<grpc::Grpc as Wire>::call(exchange, call)).await,
+        (_, true) => Box::pin(all_stats(exchange, config, call)).await,
+    }
+}
+
+/// A call for every model's statistics, its answer cut down to the route's
+/// models.
+async fn all_stats(exchange: Exchange<'_>, config: &Config, call: Call) -> Result<Answer, Error> {
+    let answer = wire!(exchange.upstream, call(exchange, call).await)?;
+    let route = exchange.route;
+    let bad = |e: stats::StatsError| -> Error { e.into() };
+    Ok(match answer {
+        Answer::Http(resp) if resp.status().is_success() => {
+            Answer::Http(retain_http(exchange, config, resp).await?)
+        }
+        Answer::Grpc(GrpcAnswer::Message(m)) => Answer::Grpc(GrpcAnswer::Message(
+            stats::retain_grpc(config, route, &m).map_err(bad)?,
+        )),
+        Answer::Translated(mut translated) => {
+            if let (_, Reply::ModelStatistics(s)) = &mut *translated {
+                s.model_stats
+                    .retain(|m| stats::serves(config, route, &m.name));
+            }
+            Answer::Translated(translated)
+        }
+        other => other,
+    })
+}
+
+/// A V2 statistics reply, read (bounded by the route's
+/// `max_response_bytes`) and cut down.
+async fn retain_http(
+    exchange: Exchange<'_>,
+    config: &Config,
+    resp: Response<Body>,
+) -> Result<Response<Body>, Error> {
+    let resp = exchange.obs.unrelay(resp);
+    let (mut parts, mut body) = resp.into_parts();
+    let limit = exchange.route.limits.max_response_bytes;
+    let mut whole = Vec::new();
+    while let Some(frame) = body.frame().await {
+        let frame = frame.map_err(|e| InferError::from(exchange.upstream.body_error(&*e)))?;
+        if let Ok(data) = frame.into_data() {
+            whole.extend_from_slice(&data);
+            if whole.len() as u64 > limit {
+                return Err(InferError::ReplyTooLarge {
+                    route: exchange.route.name.clone(),
+                    limit,
+                }
+                .into());
+            }
+        }
+    }
+    let kept = stats::retain_json(config, exchange.route, &whole)?;
+    parts
+        .headers
+        .insert(header::CONTENT_LENGTH, kept.len().into());
+    Ok(Response::from_parts(parts, full(kept)))
 }
 
 /// A backend's reply body as the core reads it.
 #[derive(Debug)]
-pub enum BackendBody {
+pub(crate) enum BackendBody {
     /// The backend's own body: counted, its pauses bounded, holding the
     /// backend's connection slot until it ends.
     Wire(Metered<UpstreamBody>),
@@ -226,7 +300,7 @@ impl http_body::Body for BackendBody {
 
 /// What the backend answered.
 #[derive(Debug)]
-pub enum Sent {
+pub(crate) enum Sent {
     /// A reply, still to be read.
     Reply(Box<BackendReply>),
     /// The backend refused the request.
@@ -238,7 +312,7 @@ pub enum Sent {
 /// from a gRPC backend, the status its code stands for with
 /// `{"error": message}`), which a V2 HTTP client is given as it is.
 #[derive(Debug)]
-pub struct Refusal {
+pub(crate) struct Refusal {
     pub origin: Origin,
     pub resp: Response<BackendBody>,
     /// The refusal's message, when known without reading the reply.
@@ -280,7 +354,7 @@ impl Refusal {
     /// backend's reply on: a model the backend does not know (404,
     /// NOT_FOUND), else the backend refusing the request, with its message
     /// (its `{"error"}`, or its text).
-    pub async fn into_error(self, exchange: Exchange<'_>, model: &ModelRef) -> InferError {
+    pub(crate) async fn into_error(self, exchange: Exchange<'_>, model: &ModelRef) -> InferError {
         let backend = exchange.upstream.name().to_owned();
         if self.origin.status() == ::http::StatusCode::NOT_FOUND {
             return InferError::UnknownModel {
@@ -320,7 +394,7 @@ async fn read_message(exchange: Exchange<'_>, body: BackendBody) -> String {
 
 /// How a backend request's body is described in its headers.
 #[derive(Clone, Copy, Debug)]
-pub struct BodyHead {
+pub(crate) struct BodyHead {
     pub len: u64,
     pub header_len: Option<u64>,
     pub content_type: &'static str,
@@ -328,7 +402,7 @@ pub struct BodyHead {
 
 impl RequestBody {
     /// What its headers say about it.
-    pub fn head(&self) -> BodyHead {
+    pub(crate) fn head(&self) -> BodyHead {
         BodyHead {
             len: self.len(),
             header_len: self.header_len,
@@ -339,7 +413,7 @@ impl RequestBody {
 
 /// The backend request for `model`'s infer call. `headers` are the ones
 /// the frontend forwards; body headers are set here.
-pub fn outgoing(
+pub(crate) fn outgoing(
     exchange: Exchange<'_>,
     model: &ModelRef,
     head: BodyHead,
@@ -373,7 +447,7 @@ pub fn outgoing(
 
 /// The backend's answer to a request whose last byte went at `sent`, read
 /// by its protocol.
-pub async fn answer(
+pub(crate) async fn answer(
     exchange: Exchange<'_>,
     resp: Result<Response<UpstreamBody>, UpstreamError>,
     sent: Instant,

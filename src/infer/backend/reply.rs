@@ -38,7 +38,7 @@ use crate::upstream::Upstream;
 
 /// How the backend framed its reply.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ReplyFraming {
+pub(crate) enum ReplyFraming {
     /// A JSON header of this many bytes, then binary outputs.
     Binary { header_len: u64 },
     /// One JSON document.
@@ -48,14 +48,14 @@ pub enum ReplyFraming {
 /// The backend's body, counted as it is read, and read against the
 /// deadline for the parts the gateway must hold.
 #[derive(Debug)]
-pub struct ReplyStream {
+pub(crate) struct ReplyStream {
     inner: BackendBody,
     upstream: Upstream,
     deadline: Instant,
 }
 
 impl ReplyStream {
-    pub async fn next(&mut self) -> Result<Option<Bytes>, InferError> {
+    pub(crate) async fn next(&mut self) -> Result<Option<Bytes>, InferError> {
         loop {
             // At the deadline itself: a timeout for the time left read the
             // clock twice more per frame (the time left, then its end).
@@ -103,7 +103,7 @@ impl ReplyStream {
     }
 
     /// The body itself, for a reply passed on as it streams.
-    pub fn into_inner(self) -> BackendBody {
+    pub(crate) fn into_inner(self) -> BackendBody {
         self.inner
     }
 
@@ -166,7 +166,7 @@ fn check_declared(
 
 /// A backend's 2xx reply, head received, body not yet read.
 #[derive(Debug)]
-pub struct BackendReply {
+pub(crate) struct BackendReply {
     pub parts: http::response::Parts,
     pub framing: ReplyFraming,
     body: ReplyStream,
@@ -174,7 +174,7 @@ pub struct BackendReply {
 
 /// A reply whose JSON header has been parsed and checked.
 #[derive(Debug)]
-pub struct ReplyHead {
+pub(crate) struct ReplyHead {
     pub parts: http::response::Parts,
     /// The reply header (for a JSON reply: the whole document, data inline).
     pub doc: Document,
@@ -249,7 +249,7 @@ impl BackendReply {
     }
 
     /// The reply as it is, for frontends that pass it on unread.
-    pub fn into_stream(self) -> (http::response::Parts, BackendBody) {
+    pub(crate) fn into_stream(self) -> (http::response::Parts, BackendBody) {
         (self.parts, self.body.inner)
     }
 
@@ -257,7 +257,7 @@ impl BackendReply {
     /// checks every output's head against the route's output rules. The
     /// reply is read where it is boxed: moving it out of its box into this
     /// future first cost a copy of it.
-    pub async fn head(
+    pub(crate) async fn head(
         mut self: Box<Self>,
         exchange: Exchange<'_>,
     ) -> Result<ReplyHead, InferError> {
@@ -312,7 +312,7 @@ impl ReplyHead {
     /// Reads the rest of the reply: every output's data, split per output
     /// (slices of the backend's frames), BYTES outputs checked element by
     /// element. Bounded by the route's `max_response_bytes`.
-    pub async fn collect(
+    pub(crate) async fn collect(
         mut self,
         exchange: Exchange<'_>,
     ) -> Result<(http::response::Parts, InferReply), InferError> {
@@ -328,7 +328,7 @@ impl ReplyHead {
     /// that owned the head (its parts, document and stream) was copied
     /// whole, twice, to be awaited. The body is read to its end; the
     /// caller drops the stream once it takes the head apart.
-    pub async fn read_data(
+    pub(crate) async fn read_data(
         &mut self,
         exchange: Exchange<'_>,
     ) -> Result<Vec<TensorData>, InferError> {

@@ -17,7 +17,7 @@ use crate::infer::TensorData;
 
 /// A body for the backend and how to describe it.
 #[derive(Debug)]
-pub struct RequestBody {
+pub(crate) struct RequestBody {
     pub chunks: Vec<Bytes>,
     /// The JSON header's length, for `Inference-Header-Content-Length`
     /// (binary format only).
@@ -27,12 +27,12 @@ pub struct RequestBody {
 
 impl RequestBody {
     #[allow(clippy::len_without_is_empty)]
-    pub fn len(&self) -> u64 {
+    pub(crate) fn len(&self) -> u64 {
         self.chunks.iter().map(|c| c.len() as u64).sum()
     }
 }
 
-pub fn build(
+pub(super) fn build(
     route: &str,
     mut header: Document,
     data: Vec<TensorData>,
@@ -86,7 +86,7 @@ const BINARY_OUTPUT_MEMBER: &[u8] = br#","parameters":{"binary_data_output":true
 /// inputs all carry their size (data inline or `binary_data_size`) and
 /// none is in shared memory: what [`build`] would write first for it.
 /// `None` when some input is in shared memory.
-pub fn provisional_header(mut header: Document) -> Option<Vec<u8>> {
+pub(crate) fn provisional_header(mut header: Document) -> Option<Vec<u8>> {
     let sizes: Vec<Option<u64>> = header
         .tensors
         .iter()

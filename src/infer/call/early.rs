@@ -44,7 +44,7 @@ use crate::upstream::{OutBody, UpstreamBody};
 
 /// Requests whose binary data is smaller than this are sent once read:
 /// the backend takes in less than a megabyte in well under a millisecond.
-pub const EARLY_MIN_BYTES: u64 = 1 << 20;
+pub(super) const EARLY_MIN_BYTES: u64 = 1 << 20;
 
 /// Converted data is handed over in pieces of at least this size: each
 /// piece wakes the backend's reader, and on cores the client and the
@@ -54,13 +54,13 @@ const EARLY_PIECE: usize = 1 << 20;
 /// The longest wait for a client's next piece before its backend request
 /// is abandoned: a client sending at full speed hands over pieces back to
 /// back (a 400 KiB piece takes 4 ms even at 100 MB/s).
-pub const EARLY_PATIENCE: std::time::Duration = std::time::Duration::from_millis(50);
+pub(super) const EARLY_PATIENCE: std::time::Duration = std::time::Duration::from_millis(50);
 
 type Exchanging<'a> =
     Pin<Box<dyn Future<Output = Result<Response<UpstreamBody>, UpstreamError>> + Send + 'a>>;
 
 /// A backend request on its way while the client's is read.
-pub struct EarlySend<'a> {
+pub(crate) struct EarlySend<'a> {
     exchange: Exchange<'a>,
     /// The guessed JSON header.
     header: Bytes,
@@ -84,7 +84,7 @@ pub struct EarlySend<'a> {
 
 /// What [`EarlySend::start`] made of a request read so far.
 #[derive(Debug)]
-pub enum Attempt<'a> {
+pub(crate) enum Attempt<'a> {
     /// The backend request is on its way.
     Started(EarlySend<'a>),
     /// Not with what is read so far; once the data of a later tensor has
@@ -101,7 +101,7 @@ impl<'a> EarlySend<'a> {
     /// [`DocParser::provisional`]), no input in shared memory, at least
     /// [`EARLY_MIN_BYTES`] of data. The guessed request's elements are
     /// charged to the caller's limits first (an error if that refuses).
-    pub async fn start(
+    pub(crate) async fn start(
         exchange: Exchange<'a>,
         model: &ModelRef,
         headers: &HeaderMap,
@@ -185,7 +185,7 @@ impl<'a> EarlySend<'a> {
     }
 
     /// Elements charged to the caller's limits for the guessed request.
-    pub fn charged(&self) -> u64 {
+    pub(crate) fn charged(&self) -> u64 {
         self.charged
     }
 
@@ -215,7 +215,7 @@ impl<'a> EarlySend<'a> {
     }
 
     /// Hands over what `parser` converted of the tensor since the last call.
-    pub fn push_from(&mut self, parser: &DocParser) {
+    pub(crate) fn push_from(&mut self, parser: &DocParser) {
         if let Some((tensor, converted)) = parser.converted()
             && tensor == self.tensor
         {
@@ -229,7 +229,7 @@ impl<'a> EarlySend<'a> {
     /// [`EARLY_PATIENCE`] for a piece, or whose request is not read within
     /// the backend's request timeout of starting, gets its backend request
     /// abandoned: a slow client must not hold a backend connection.
-    pub async fn drive<T>(&mut self, f: impl Future<Output = T>) -> T {
+    pub(crate) async fn drive<T>(&mut self, f: impl Future<Output = T>) -> T {
         let Some(exchange) = self.in_flight.as_mut() else {
             return f.await;
         };
@@ -273,7 +273,7 @@ impl<'a> EarlySend<'a> {
     /// holds and the exchange is still on, the rest of the body goes and
     /// this is the backend's answer. `None` otherwise (the body is aborted:
     /// send `body` as usual).
-    pub async fn finish(mut self, body: &RequestBody) -> Option<Result<Sent, InferError>> {
+    pub(crate) async fn finish(mut self, body: &RequestBody) -> Option<Result<Sent, InferError>> {
         let holds = body.header_len == Some(self.header.len() as u64)
             && body.chunks.first() == Some(&self.header)
             && body.len() == self.total;

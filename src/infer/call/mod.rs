@@ -34,10 +34,8 @@ use bytes::Bytes;
 use http::HeaderMap;
 
 mod early;
-mod other;
 
-pub use early::{Attempt, EarlySend};
-pub use other::other;
+pub(crate) use early::{Attempt, EarlySend};
 
 use super::backend::{self, BackendReply, RequestBody, Sent};
 use super::{Exchange, InferError, InferReply, InferRequest, ModelRef};
@@ -46,7 +44,7 @@ use crate::upstream::OutBody;
 
 /// One inference call through the core.
 #[derive(Debug)]
-pub struct InferCall<'a> {
+pub(crate) struct InferCall<'a> {
     exchange: Exchange<'a>,
     /// The headers the frontend forwards (request id, trace context, ...).
     headers: HeaderMap,
@@ -60,12 +58,16 @@ pub struct InferCall<'a> {
 /// Charges `n` elements of a request to its caller's element limits: the
 /// one place a request's elements are charged, also ahead of its call
 /// ([`EarlySend`], a SageMaker batch in order).
-pub async fn charge(obs: &Observation, n: u64) -> Result<(), InferError> {
+pub(crate) async fn charge(obs: &Observation, n: u64) -> Result<(), InferError> {
     Ok(obs.charge_elements(n).await?)
 }
 
 impl<'a> InferCall<'a> {
-    pub fn new(exchange: Exchange<'a>, headers: HeaderMap, started: Instant) -> InferCall<'a> {
+    pub(crate) fn new(
+        exchange: Exchange<'a>,
+        headers: HeaderMap,
+        started: Instant,
+    ) -> InferCall<'a> {
         InferCall {
             exchange,
             headers,
@@ -75,7 +77,7 @@ impl<'a> InferCall<'a> {
     }
 
     /// The call, `n` of its request's elements charged already.
-    pub fn charged(mut self, n: u64) -> InferCall<'a> {
+    pub(crate) fn charged(mut self, n: u64) -> InferCall<'a> {
         self.charged = n;
         self
     }
@@ -83,7 +85,7 @@ impl<'a> InferCall<'a> {
     /// The call: the backend's answer, a refusal kept as it came (for a
     /// frontend that passes it on). `early` is the same request sent while
     /// it was read: when its guess held, its answer is this one's.
-    pub async fn send(
+    pub(crate) async fn send(
         self,
         req: InferRequest,
         early: Option<EarlySend<'a>>,
@@ -99,7 +101,7 @@ impl<'a> InferCall<'a> {
     }
 
     /// The call, its answer a reply to read; a refusal is an error.
-    pub async fn reply(self, req: InferRequest) -> Result<Box<BackendReply>, InferError> {
+    pub(crate) async fn reply(self, req: InferRequest) -> Result<Box<BackendReply>, InferError> {
         let exchange = self.exchange;
         let (model, body) = self.prepare(req, self.charged).await?;
         match self.transmit(&model, body).await? {
@@ -110,7 +112,7 @@ impl<'a> InferCall<'a> {
 
     /// The call, its reply read whole (bounded by the route's
     /// `max_response_bytes`) and its elements counted.
-    pub async fn collect(self, req: InferRequest) -> Result<InferReply, InferError> {
+    pub(crate) async fn collect(self, req: InferRequest) -> Result<InferReply, InferError> {
         let exchange = self.exchange;
         let (_, reply) = self
             .reply(req)
@@ -127,7 +129,7 @@ impl<'a> InferCall<'a> {
 
     /// A raw binary request (the body is the model's single input), sent
     /// as the backend's protocol allows; the answer as [`InferCall::send`]'s.
-    pub async fn send_raw(self, model: &ModelRef, raw: Bytes) -> Result<Sent, InferError> {
+    pub(crate) async fn send_raw(self, model: &ModelRef, raw: Bytes) -> Result<Sent, InferError> {
         let body = backend::build_raw(self.exchange, raw)?;
         self.transmit(model, body).await
     }

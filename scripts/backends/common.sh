@@ -1,6 +1,10 @@
 # shellcheck shell=bash
-# Shared helpers for scripts/triton-backend.sh and scripts/kserve-backend.sh.
-# Sourced, not executed. Callers set TG_NAME (e.g. "triton") before sourcing.
+# Helpers of the scripts that start a backend server or run a venv's Python
+# (scripts/triton-backend.sh, scripts/kserve-backend.sh, scripts/otel.sh,
+# scripts/sagemaker/client.sh): venvs, and servers started, waited for and
+# stopped through PID files. Ports, PIDs and stopping come from
+# scripts/lib.sh, sourced here. Sourced, not executed. Callers set TG_NAME
+# (e.g. "triton") before sourcing.
 #
 # Environment:
 #   TENSORGATE_CACHE_DIR  cache folder (default: $HOME/.cache/tensorgate)
@@ -12,6 +16,9 @@ TG_REPO_DIR="$(cd "$TG_BACKENDS_DIR/../.." && pwd)"
 TG_CACHE_DIR="${TENSORGATE_CACHE_DIR:-${HOME:?set HOME or TENSORGATE_CACHE_DIR}/.cache/tensorgate}"
 TG_RUN_DIR="${TENSORGATE_RUN_DIR:-$TG_CACHE_DIR/run}"
 TG_PYTHON="${TENSORGATE_PYTHON:-python3}"
+LIB_NAME="${LIB_NAME:-$TG_NAME-backend}"
+# shellcheck source=../lib.sh
+. "$TG_BACKENDS_DIR/../lib.sh"
 
 tg_log() {
   printf '%s-backend: %s\n' "$TG_NAME" "$*" >&2
@@ -85,24 +92,9 @@ tg_make_venv() {
   printf '%s\n' "$want" >"$stamp"
 }
 
-tg_pid_alive() {
-  local pid="$1" state
-  kill -0 "$pid" 2>/dev/null || return 1
-  if [ -r "/proc/$pid/stat" ]; then
-    state="$(sed 's/.*) //' "/proc/$pid/stat" | cut -d' ' -f1)"
-    [ "$state" != "Z" ] || return 1
-  fi
-  return 0
-}
-
 # Prints the recorded PID if that process is still alive.
 tg_running_pid() {
-  local pid
-  [ -f "$(tg_pid_file)" ] || return 1
-  pid="$(cat "$(tg_pid_file)")"
-  case "$pid" in '' | *[!0-9]*) return 1 ;; esac
-  tg_pid_alive "$pid" || return 1
-  printf '%s\n' "$pid"
+  pid_file_pid "$(tg_pid_file)"
 }
 
 tg_show_log_tail() {
@@ -122,7 +114,7 @@ tg_start() {
   mkdir -p "$TG_RUN_DIR"
   url="http://127.0.0.1:$port"
   # Otherwise the readiness poll below could be answered by whoever holds it.
-  "$TG_PYTHON" "$TG_BACKENDS_DIR/svc.py" port-free "$port" || tg_die "port $port on 127.0.0.1 is in use"
+  port_free "$port" || tg_die "port $port on 127.0.0.1 is in use"
   started="$(date +%s)"
   : >"$(tg_log_file)"
   setsid "$@" </dev/null >>"$(tg_log_file)" 2>&1 &
@@ -148,30 +140,9 @@ tg_start() {
 
 # Stops PID: TERM, wait up to TENSORGATE_STOP_TIMEOUT (default 20 s), then KILL.
 # The server was started as a session leader, so its process group (its
-# children, e.g. Triton's Python backend stubs) is signalled as well.
+# children, e.g. Triton's Python backend stubs) is stopped as well.
 tg_stop_pid() {
-  local pid="$1" waited=0 limit="${TENSORGATE_STOP_TIMEOUT:-20}" pgid
-  pgid="$(sed 's/.*) //' "/proc/$pid/stat" 2>/dev/null | cut -d' ' -f3 || true)"
-  # Started through setsid, so its group id is its pid (also once it is gone).
-  [ -n "$pgid" ] || pgid="$pid"
-  kill -TERM "$pid" 2>/dev/null || true
-  while tg_pid_alive "$pid" && [ "$waited" -lt $((limit * 5)) ]; do
-    sleep 0.2
-    waited=$((waited + 1))
-  done
-  if tg_pid_alive "$pid"; then
-    tg_log "pid $pid still alive after ${limit}s, sending KILL"
-    kill -KILL "$pid" 2>/dev/null || true
-  fi
-  # Leftover members of the server's own process group (never our own group).
-  if [ -n "$pgid" ] && [ "$pgid" = "$pid" ]; then
-    if kill -0 -- "-$pgid" 2>/dev/null; then
-      sleep 1
-      kill -KILL -- "-$pgid" 2>/dev/null || true
-    fi
-  fi
-  # Reap if it is our child (start failure path).
-  wait "$pid" 2>/dev/null || true
+  stop_pid "$1" "${TENSORGATE_STOP_TIMEOUT:-20}"
 }
 
 tg_stop() {
@@ -206,7 +177,7 @@ tg_status() {
 tg_pick_port() {
   local port="${1:-}"
   if [ -z "$port" ]; then
-    "$TG_PYTHON" "$TG_BACKENDS_DIR/svc.py" free-port
+    free_port
     return 0
   fi
   case "$port" in '' | *[!0-9]*) tg_die "invalid port: $port" ;; esac

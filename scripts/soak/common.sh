@@ -1,55 +1,16 @@
 # shellcheck shell=bash
-# Helpers for scripts/soak.sh: ports, processes started and stopped by PID,
-# RSS samples, and the sections it writes into docs/RELIABILITY.md.
-# Sourced, not executed. Everything listens on 127.0.0.1.
+# Helpers for scripts/soak.sh: durations, RSS samples, and the sections it
+# writes into docs/RELIABILITY.md. Ports, and processes started and stopped
+# by PID, come from scripts/lib.sh, sourced here. Sourced, not executed.
+# Everything listens on 127.0.0.1.
+
+# shellcheck source=../lib.sh
+. "$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/lib.sh"
 
 soak_log() { printf 'soak: %s\n' "$*" >&2; }
 soak_die() {
   soak_log "error: $*"
   exit 1
-}
-
-free_port() {
-  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
-}
-
-# wait_port PORT: until 127.0.0.1:PORT accepts, at most 20 s.
-wait_port() {
-  for _ in $(seq 1 400); do
-    (echo >"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
-    sleep 0.05
-  done
-  return 1
-}
-
-SOAK_PIDS=()
-
-# start_bg LOGFILE COMMAND...: runs COMMAND in the background, output to
-# LOGFILE; sets BG_PID.
-start_bg() {
-  local logfile=$1
-  shift
-  "$@" </dev/null >"$logfile" 2>&1 &
-  BG_PID=$!
-  SOAK_PIDS+=("$BG_PID")
-}
-
-# stop_all: TERM every process started, KILL what is left after 10 s.
-stop_all() {
-  local pid waited
-  for pid in ${SOAK_PIDS[@]+"${SOAK_PIDS[@]}"}; do
-    kill -TERM "$pid" 2>/dev/null || true
-  done
-  for pid in ${SOAK_PIDS[@]+"${SOAK_PIDS[@]}"}; do
-    waited=0
-    while kill -0 "$pid" 2>/dev/null && [ "$waited" -lt 50 ]; do
-      sleep 0.2
-      waited=$((waited + 1))
-    done
-    kill -KILL "$pid" 2>/dev/null || true
-    wait "$pid" 2>/dev/null || true
-  done
-  SOAK_PIDS=()
 }
 
 # to_seconds DURATION: "90s", "10m", "1h" as seconds.

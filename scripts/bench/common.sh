@@ -1,64 +1,17 @@
 # shellcheck shell=bash
-# Helpers for scripts/bench-proxy.sh: ports, processes started and stopped
-# by PID, wrk runs and their parsing, CPU time read from /proc.
+# Helpers of the benchmark scripts (scripts/bench-proxy.sh, bench-grpc.sh,
+# scripts/bench/*.sh): wrk runs and their parsing, CPU time read from /proc,
+# the binary, work folder and gateway under test. Ports, and processes
+# started and stopped by PID, come from scripts/lib.sh, sourced here.
 # Sourced, not executed. Everything listens on 127.0.0.1.
+
+# shellcheck source=../lib.sh
+. "$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/lib.sh"
 
 bench_log() { printf '%s: %s\n' "${BENCH_NAME:-bench-proxy}" "$*" >&2; }
 bench_die() {
   bench_log "error: $*"
   exit 1
-}
-
-free_port() {
-  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
-}
-
-# wait_port PORT [SECONDS]: until 127.0.0.1:PORT accepts (default 20 s).
-wait_port() {
-  local tries=$((${2:-20} * 20))
-  for _ in $(seq 1 "$tries"); do
-    (echo >"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
-    sleep 0.05
-  done
-  return 1
-}
-
-# Servers started by start_bg, stopped by stop_all (the EXIT trap).
-BENCH_PIDS=()
-
-# start_bg LOGFILE COMMAND...: runs COMMAND in its own session (so its
-# process group id is its PID, and its children can be found by it), output
-# to LOGFILE; sets BG_PID.
-start_bg() {
-  local logfile=$1
-  shift
-  setsid "$@" </dev/null >"$logfile" 2>&1 &
-  BG_PID=$!
-  BENCH_PIDS+=("$BG_PID")
-}
-
-# stop_pid PID: TERM, up to 10 s, then KILL; then whatever is left of the
-# process group it leads (e.g. nginx workers).
-stop_pid() {
-  local pid=$1 waited=0
-  kill -TERM "$pid" 2>/dev/null || true
-  while kill -0 "$pid" 2>/dev/null && [ "$waited" -lt 50 ]; do
-    # A zombie child is reaped by the wait below.
-    [ "$(sed 's/.*) //' "/proc/$pid/stat" 2>/dev/null | cut -d' ' -f1)" = Z ] && break
-    sleep 0.2
-    waited=$((waited + 1))
-  done
-  kill -KILL "$pid" 2>/dev/null || true
-  kill -KILL -- "-$pid" 2>/dev/null || true
-  wait "$pid" 2>/dev/null || true
-}
-
-stop_all() {
-  local pid
-  for pid in ${BENCH_PIDS[@]+"${BENCH_PIDS[@]}"}; do
-    stop_pid "$pid"
-  done
-  BENCH_PIDS=()
 }
 
 # cpu_ticks PID...: user+system CPU time of the processes, in clock ticks:
