@@ -24,7 +24,6 @@ use tensorgate_demo::{self as demo, DemoServer};
 use crate::common;
 use crate::common::decthings as dc;
 use crate::common::demo_gateway;
-use crate::harness;
 
 /// The demo configuration plus a route for `identity` whose output rule
 /// names a media type, so BYTES outputs come back as that media type.

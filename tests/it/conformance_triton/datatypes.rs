@@ -4,10 +4,10 @@
 
 use std::net::SocketAddr;
 
-use super::harness::reply::{EXACT, Reply, same, same_values};
-use super::harness::values::{DTYPES, encode, encode_bytes, identity_model, literals};
-use super::harness::{Matrix, Req, infer_path};
 use super::{exchange, plain_gateway};
+use crate::harness::reply::{EXACT, Reply, same, same_values};
+use crate::harness::values::{DTYPES, encode, encode_bytes, identity_model, literals};
+use crate::harness::{Matrix, Req, infer_path};
 use crate::{ensure, ensure_eq, triton};
 
 const MODES: [&str; 6] = [
@@ -144,7 +144,7 @@ async fn dtype_case(
             "gateway content-type"
         );
         ensure!(v.has_ihcl, "gateway reply without IHCL");
-        let strict = super::harness::reply::Strict {
+        let strict = crate::harness::reply::Strict {
             headers: false,
             members: true,
         };
@@ -205,7 +205,7 @@ async fn bytes_not_utf8() {
         async {
             let direct = bin.send(triton).await;
             let via = bin.send(gw).await;
-            let (d, v) = super::harness::reply::decode_pair(&direct, &via)?;
+            let (d, v) = crate::harness::reply::decode_pair(&direct, &via)?;
             same(&d, &v, EXACT)?;
             ensure!(direct.body == via.body, "bodies differ");
             Ok(())
@@ -246,7 +246,7 @@ async fn bytes_not_utf8() {
         async {
             let direct = listed.send(triton).await;
             let via = listed.send(gw).await;
-            let (d, v) = super::harness::reply::decode_pair(&direct, &via)?;
+            let (d, v) = crate::harness::reply::decode_pair(&direct, &via)?;
             same(&d, &v, EXACT)?;
             ensure!(direct.body == via.body, "bodies differ");
             Ok(())

@@ -7,11 +7,11 @@
 
 use std::net::SocketAddr;
 
-use super::harness::reply::{EXACT, Reply, same};
-use super::harness::values::encode_bytes;
-use super::harness::{Matrix, Req, compress, infer_path, tap};
 use super::{conforms, plain_gateway};
 use crate::common::{self, TestBackend};
+use crate::harness::reply::{EXACT, Reply, same};
+use crate::harness::values::encode_bytes;
+use crate::harness::{Matrix, Req, compress, infer_path, tap};
 use crate::{ensure, ensure_eq, triton};
 
 fn simple_json(inputs: &str, extra: &str) -> Req {
@@ -191,10 +191,10 @@ async fn triton_errors_pass_through_unchanged() {
 /// request answered just before would otherwise land between `before` and
 /// `after` (seen once in CI, on the one case Triton answers 200).
 async fn reached(tap: &TestBackend, triton: SocketAddr, model: &str) -> (usize, u64) {
-    let mut count = super::harness::triton_model_count(triton, model).await;
+    let mut count = crate::harness::triton_model_count(triton, model).await;
     for _ in 0..50 {
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-        let again = super::harness::triton_model_count(triton, model).await;
+        let again = crate::harness::triton_model_count(triton, model).await;
         if again == count {
             break;
         }

@@ -3,11 +3,11 @@
 //! replies, compression both ways, raw binary requests and the SageMaker
 //! content type.
 
-use super::harness::reply::{EXACT, Reply, Strict, decode_pair, same};
-use super::harness::values::encode;
-use super::harness::{Matrix, Req, compress, infer_path};
 use super::{conforms, plain_gateway};
 use crate::common::{TestBackend, reply};
+use crate::harness::reply::{EXACT, Reply, Strict, decode_pair, same};
+use crate::harness::values::encode;
+use crate::harness::{Matrix, Req, compress, infer_path};
 use crate::{ensure, ensure_eq, triton};
 
 const INPUT0: [i32; 16] = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, i32::MAX];
@@ -432,6 +432,6 @@ async fn recorded_raw_reply_is_compressed_when_accepted() {
         got.header("inference-header-content-length"),
         Some(ihcl.as_str())
     );
-    assert_eq!(super::harness::decompress("gzip", &got.body).unwrap(), body);
+    assert_eq!(crate::harness::decompress("gzip", &got.body).unwrap(), body);
     gw.shutdown().await;
 }

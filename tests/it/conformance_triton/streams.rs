@@ -6,9 +6,9 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 
-use super::harness::{Matrix, Req};
 use super::plain_gateway;
 use crate::common::{next_data, open};
+use crate::harness::{Matrix, Req};
 use crate::{ensure, ensure_eq, triton};
 
 /// The events of a stream with the time each arrived, split on blank lines.

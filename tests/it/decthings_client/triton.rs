@@ -12,7 +12,7 @@ use super::dc::*;
 /// A gateway whose default route sends `binary` to Triton, plus `extra`
 /// TOML (more routes).
 async fn triton_gateway(extra: &str) -> Option<Running> {
-    let url = super::harness::backend_url("TENSORGATE_TRITON_URL", "scripts/triton-backend.sh")?;
+    let url = crate::harness::backend_url("TENSORGATE_TRITON_URL", "scripts/triton-backend.sh")?;
     Some(
         crate::common::gateway(&format!(
             r#"
