@@ -27,6 +27,14 @@ start() { # LOG ARGS...
   shift
   start_bg "$WORK/$log" "$@"
 }
+# ready URL LOG: until URL answers 200 (at most 30 s); when it never does,
+# what the process started with LOG said.
+ready() {
+  wait_http "$1" 30 && return 0
+  echo "examples: $2:" >&2
+  tail -n 40 "$WORK/$2" >&2 || true
+  return 1
+}
 
 # A debug build: `cargo test --all-targets` has built it already, and one
 # request needs no optimisation.
@@ -37,7 +45,7 @@ DECTHINGS=${CARGO_TARGET_DIR:-target}/debug/examples/decthings_client
 # ---------------------------------------------------------------- 1. demo
 D=$(free_port); A=$(free_port)
 start demo.log "$BIN" --listen "127.0.0.1:$D" --admin-listen "127.0.0.1:$A"
-wait_http "http://127.0.0.1:$A/readyz"
+ready "http://127.0.0.1:$A/readyz" demo.log
 say "demo: v2_client.py"
 python3 examples/v2_client.py --url "http://127.0.0.1:$D"
 say "demo: decthings_client"
@@ -55,9 +63,9 @@ sed -e "s#127.0.0.1:8101#127.0.0.1:$R1#; s#127.0.0.1:8102#127.0.0.1:$R2#" \
   -e "s#127.0.0.1:8000#127.0.0.1:$D#; s#127.0.0.1:9000#127.0.0.1:$A#" \
   examples/two-replicas.toml >"$WORK/config/two-replicas.toml"
 start replicas.log "$BIN" serve --config "$WORK/config/two-replicas.toml"
-wait_http "http://127.0.0.1:$R1/v2/health/ready"
-wait_http "http://127.0.0.1:$R2/v2/health/ready"
-wait_http "http://127.0.0.1:$A/readyz"
+ready "http://127.0.0.1:$R1/v2/health/ready" replica1.log
+ready "http://127.0.0.1:$R2/v2/health/ready" replica2.log
+ready "http://127.0.0.1:$A/readyz" replicas.log
 KEY=$(sed -n 's/^alice://p' examples/keys/example.keys)
 say "two replicas: v2_client.py with alice's key, 20 times"
 for _ in $(seq 1 20); do
